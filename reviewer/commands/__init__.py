@@ -1,0 +1,1 @@
+"""One module per subcommand; each exposes a plain function returning an exit status."""

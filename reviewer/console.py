@@ -1,0 +1,69 @@
+"""Terminal output: one place that knows about streams, colour and progress bars.
+
+Tests pass their own streams; `NO_COLOR` is honoured; progress bars only appear
+on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rich.console import Console as RichConsole
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+@dataclass
+class Console:
+    """Where the CLI writes: results to `out`, messages and progress to `err`."""
+
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+
+    def __post_init__(self) -> None:
+        no_color = "NO_COLOR" in os.environ
+        self._err = RichConsole(file=self.err, no_color=no_color, highlight=False, soft_wrap=True)
+
+    @property
+    def interactive(self) -> bool:
+        """True when messages go to a terminal."""
+        return self.err.isatty()
+
+    def info(self, message: str) -> None:
+        """A progress or summary line."""
+        self._err.print(message, markup=False)
+
+    def error(self, message: str) -> None:
+        """A failure line (red on a terminal)."""
+        self._err.print(message, style="red", markup=False)
+
+    def warn(self, message: str) -> None:
+        """A warning line (yellow on a terminal)."""
+        self._err.print(message, style="yellow", markup=False)
+
+    def write(self, text: str) -> None:
+        """Write a result to standard output."""
+        self.out.write(text)
+
+
+@contextmanager
+def progress_bar(console: Console, *, total: int, label: str) -> Iterator[Callable[[], None]]:
+    """Yield an `advance()` callable; shows a bar only on a terminal."""
+    if not console.interactive or total < 2:
+        yield lambda: None
+        return
+    progress = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console._err,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(label, total=total)
+        yield lambda: progress.advance(task)

@@ -1,0 +1,164 @@
+"""Discovery: which clusters exist, their group levels, and which deployments each one gets.
+
+The hierarchical (ATLAS-compatible) layout is the first kind of `Source`; other
+kinds (Flux HelmRelease directories, plain manifests) plug in behind the same
+Protocol without touching later stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from reviewer.errors import RepositoryError
+
+APPS = "apps"
+DEPLOYMENT_FILE = "deployment.yaml"
+
+
+@dataclass(frozen=True)
+class Level:
+    """One hierarchy level: the definitions root (global), a group, or the cluster itself."""
+
+    kind: str  # "global" | "group" | "cluster"
+    path: str  # repository-relative directory
+    label: str  # e.g. "global", "group production", "cluster production/eu-west"
+
+
+@dataclass(frozen=True)
+class DeploymentDir:
+    """A deployment definition directory and the level that defines it."""
+
+    name: str
+    path: str  # repository-relative directory holding deployment.yaml
+    level: Level
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A leaf cluster with its hierarchy levels (outermost first) and deployments."""
+
+    path: str  # cluster path relative to the definitions root, e.g. "production/eu-west"
+    levels: tuple[Level, ...]
+    deployments: tuple[DeploymentDir, ...]
+
+    @property
+    def name(self) -> str:
+        """`clusterName`: the last path segment."""
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def group(self) -> str | None:
+        """`clusterGroup`: the path without its last segment; None for standalone clusters."""
+        return self.path.rsplit("/", 1)[0] if "/" in self.path else None
+
+    def deployment(self, name: str) -> DeploymentDir | None:
+        """The deployment of that name, if the cluster gets it."""
+        return next((d for d in self.deployments if d.name == name), None)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the hierarchical layout lives inside a repository."""
+
+    definitions: str = "deployments"
+    templates: str = "templates"
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Everything discovery found in one repository side."""
+
+    root: Path
+    layout: Layout
+    clusters: tuple[Cluster, ...] = field(default_factory=tuple)
+
+
+class Source(Protocol):
+    """A kind of repository layout that yields clusters and their deployments."""
+
+    def discover(self, root: Path) -> Fleet:
+        """Find every cluster of the repository at `root`."""
+        ...
+
+
+@dataclass(frozen=True)
+class HierarchySource:
+    """The global → group → cluster → deployment layout of design.md §3."""
+
+    layout: Layout = Layout()
+
+    def discover(self, root: Path) -> Fleet:
+        """Find leaf clusters below the definitions root and the deployments each one gets."""
+        definitions = root / self.layout.definitions
+        if not definitions.is_dir():
+            raise RepositoryError(
+                f"definitions root '{self.layout.definitions}/' not found in {root}",
+                hint="pass the repository root, or set the definitions directory",
+            )
+        global_level = Level("global", self.layout.definitions, "global")
+        clusters = _walk(root, definitions, (global_level,))
+        if not clusters:
+            raise RepositoryError(
+                f"no cluster found below '{self.layout.definitions}/'",
+                hint="a cluster is a directory with an 'apps/' subdirectory and no cluster below "
+                "it; global deployments alone are not deployed anywhere",
+            )
+        _check_unique_names(clusters)
+        return Fleet(root=root, layout=self.layout, clusters=tuple(clusters))
+
+
+def _subdirectories(directory: Path) -> list[Path]:
+    return sorted(
+        child
+        for child in directory.iterdir()
+        if child.is_dir() and child.name != APPS and not child.name.startswith(".")
+    )
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _walk(root: Path, directory: Path, levels: tuple[Level, ...]) -> list[Cluster]:
+    """Clusters below `directory`, whose ancestors' levels are `levels`."""
+    clusters: list[Cluster] = []
+    definitions = root / Path(levels[0].path)
+    for child in _subdirectories(directory):
+        path = _relative(definitions, child)
+        group = Level("group", _relative(root, child), f"group {path}")
+        below = _walk(root, child, (*levels, group))
+        if below:
+            clusters.extend(below)
+        elif (child / APPS).is_dir():
+            cluster = Level("cluster", _relative(root, child), f"cluster {path}")
+            clusters.append(_cluster(root, path, (*levels, cluster)))
+    return clusters
+
+
+def _cluster(root: Path, path: str, levels: tuple[Level, ...]) -> Cluster:
+    by_name: dict[str, DeploymentDir] = {}
+    for level in levels:  # outermost first: a more specific level overwrites
+        apps = root / level.path / APPS
+        if not apps.is_dir():
+            continue
+        for directory in sorted(p for p in apps.iterdir() if p.is_dir()):
+            by_name[directory.name] = DeploymentDir(
+                directory.name, _relative(root, directory), level
+            )
+    deployments = tuple(by_name[name] for name in sorted(by_name))
+    return Cluster(path=path, levels=levels, deployments=deployments)
+
+
+def _check_unique_names(clusters: list[Cluster]) -> None:
+    paths: dict[str, list[str]] = {}
+    for cluster in clusters:
+        paths.setdefault(cluster.name, []).append(cluster.path)
+    duplicates = {name: found for name, found in paths.items() if len(found) > 1}
+    if duplicates:
+        listed = "; ".join(f"'{name}' at {', '.join(found)}" for name, found in duplicates.items())
+        raise RepositoryError(
+            f"cluster names must be unique across the repository: {listed}",
+            hint="rename the leaf directories so every clusterName is unique",
+        )

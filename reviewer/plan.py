@@ -1,0 +1,277 @@
+"""Resolve: every release of a fleet with its chart, namespace, labels and merged values.
+
+This is where discovery, deployment.yaml, app templates and values meet. A
+problem in one deployment or release becomes a `PlanError` for it alone; the
+rest of the fleet is still planned.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reviewer import deployment as deployment_mod
+from reviewer import templates as templates_mod
+from reviewer import values as values_mod
+from reviewer import yamlio
+from reviewer.deployment import AppSpec, DeploymentSpec
+from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
+from reviewer.errors import ConfigError, ReviewerError
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.snapshot import ReleaseId
+from reviewer.templates import ChartRef, Instance, ReleaseSpec
+from reviewer.values import Layer, Values, ValuesEntry, ValuesLoader
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """A release ready to render: identity, chart, namespace, labels and final values."""
+
+    id: ReleaseId
+    namespace: str
+    chart: ChartRef
+    version: str | None
+    labels: dict[str, str]
+    values: Values
+    layers: tuple[Layer, ...]
+    skip_schema_validation: bool
+    template_file: str
+    reproduce: str
+
+
+@dataclass(frozen=True)
+class PlanError:
+    """A failure while resolving one deployment, app or release."""
+
+    cluster: str
+    deployment: str
+    release: str | None
+    message: str
+    reproduce: str
+
+
+@dataclass
+class Plan:
+    """Everything resolved for one repository side."""
+
+    releases: list[ReleasePlan] = field(default_factory=list)
+    errors: list[PlanError] = field(default_factory=list)
+
+
+Selector = Callable[[Cluster, DeploymentDir], bool]
+
+
+def _select_all(cluster: Cluster, deployment: DeploymentDir) -> bool:
+    return True
+
+
+@dataclass
+class Planner:
+    """Resolves every release of a `Fleet`."""
+
+    fleet: Fleet
+    loader: ValuesLoader
+    renderer: TemplateRenderer
+    display_root: str = "."
+
+    def plan(self, *, select: Selector = _select_all) -> Plan:
+        """Resolve the selected deployments of every cluster."""
+        plan = Plan()
+        templates = templates_mod.find_templates(self.fleet.root, self.fleet.layout.templates)
+        for cluster in self.fleet.clusters:
+            for deployment in cluster.deployments:
+                if select(cluster, deployment):
+                    self._plan_deployment(plan, cluster, deployment, templates)
+        return plan
+
+    def reproduce(self, cluster: str, deployment: str) -> str:
+        """A command that renders just this deployment locally."""
+        return shlex.join(
+            [
+                "reviewer",
+                "render",
+                self.display_root,
+                "--cluster",
+                cluster,
+                "--deployment",
+                deployment,
+                "--out",
+                "/tmp/reviewer-render",
+            ]
+        )
+
+    def _plan_deployment(
+        self, plan: Plan, cluster: Cluster, deployment: DeploymentDir, templates: dict[str, str]
+    ) -> None:
+        reproduce = self.reproduce(cluster.path, deployment.name)
+
+        def fail(release: str | None, error: ReviewerError) -> None:
+            plan.errors.append(
+                PlanError(cluster.path, deployment.name, release, error.render(), reproduce)
+            )
+
+        atlas = self._atlas(cluster, deployment)
+        try:
+            spec = self._deployment_spec(cluster, deployment, atlas, templates)
+            hierarchy = values_mod.combine(
+                self.loader.hierarchy(cluster, deployment, atlas=atlas, plain_only=False)
+            )
+        except ReviewerError as error:
+            fail(None, error)
+            return
+        seen: dict[str, str] = {}
+        for app in spec.apps:
+            instance = _instance(app, spec)
+            instance_atlas = {**atlas, "instance": _atlas_instance(instance)}
+            try:
+                releases = templates_mod.expand(
+                    root=self.fleet.root,
+                    source=templates[app.template],
+                    instance=instance,
+                    context=values_mod.with_atlas(hierarchy, instance_atlas),
+                    renderer=self.renderer,
+                )
+            except ReviewerError as error:
+                fail(None, error)
+                continue
+            for release in releases:
+                where = f"{spec.source} {app.field}"
+                if release.name in seen:
+                    fail(release.name, _duplicate(release.name, spec.source, app, seen))
+                    continue
+                seen[release.name] = where
+                try:
+                    plan.releases.append(
+                        self._release(cluster, deployment, app, release, hierarchy, instance_atlas)
+                    )
+                except ReviewerError as error:
+                    fail(release.name, error)
+
+    def _deployment_spec(
+        self,
+        cluster: Cluster,
+        deployment: DeploymentDir,
+        atlas: Values,
+        templates: dict[str, str],
+    ) -> DeploymentSpec:
+        source = f"{deployment.path}/{DEPLOYMENT_FILE}"
+        path = self.fleet.root / source
+        if not path.is_file():
+            raise ConfigError(
+                source,
+                "missing: every directory under apps/ must define its deployment",
+                hint="add deployment.yaml, or remove the directory",
+            )
+        text = yamlio.read_text(path, source=source)
+        if "{{" in text:
+            plain = self.loader.hierarchy(cluster, deployment, atlas=atlas, plain_only=True)
+            context = values_mod.with_atlas(values_mod.combine(plain), atlas)
+            text = self.renderer.render(text, values=context, source=source)
+        document = yamlio.load_mapping(text, source=source)
+        return deployment_mod.parse(
+            document,
+            source=source,
+            directory=deployment.path,
+            root=self.fleet.root,
+            templates=set(templates),
+        )
+
+    def _release(
+        self,
+        cluster: Cluster,
+        deployment: DeploymentDir,
+        app: AppSpec,
+        release: ReleaseSpec,
+        hierarchy: Values,
+        atlas: Values,
+    ) -> ReleasePlan:
+        entries: list[tuple[ValuesEntry, str, bool]] = [
+            *((entry, "template values", False) for entry in release.values),
+        ]
+        if release.set_values:
+            entries.append((_set_entry(release), "template set", False))
+        entries += [
+            *((entry, "instance values", False) for entry in app.values),
+            *((entry, "template secrets", True) for entry in release.secrets),
+            *((entry, "instance secrets", True) for entry in app.secrets),
+        ]
+        layers = self.loader.release_layers(entries, hierarchy=hierarchy, atlas=atlas)
+        final = values_mod.with_atlas(
+            values_mod.merge(values_mod.combine(layers), hierarchy), atlas
+        )
+        return ReleasePlan(
+            id=ReleaseId(cluster.path, deployment.name, release.name),
+            namespace=release.namespace,
+            chart=release.chart,
+            version=release.version,
+            labels={**release.labels, **app.labels, **_standard_labels(cluster, deployment, app)},
+            values=final,
+            layers=tuple(layers),
+            skip_schema_validation=release.skip_schema_validation,
+            template_file=release.source,
+            reproduce=self.reproduce(cluster.path, deployment.name),
+        )
+
+    def _atlas(self, cluster: Cluster, deployment: DeploymentDir) -> Values:
+        # Paths are repository-relative so that two checkouts of the same commit
+        # (base and head worktrees) render identically.
+        info: dict[str, Any] = {
+            "cluster": cluster.path,
+            "clusterName": cluster.name,
+            "deploymentName": deployment.name,
+            "deploymentPath": deployment.path,
+        }
+        if cluster.group is not None:
+            info["clusterGroup"] = cluster.group
+        return {
+            "cwd": ".",
+            "appTemplates": self.fleet.layout.templates,
+            "deploymentDefinitions": self.fleet.layout.definitions,
+            "deployment": info,
+        }
+
+
+def _instance(app: AppSpec, spec: DeploymentSpec) -> Instance:
+    return Instance(
+        template=app.template,
+        name=app.name,
+        name_style=app.name_style,
+        namespace=app.namespace or spec.namespace,
+    )
+
+
+def _atlas_instance(instance: Instance) -> dict[str, Any]:
+    return {"template": instance.template, "name": instance.name, "namespace": instance.namespace}
+
+
+def _set_entry(release: ReleaseSpec) -> ValuesEntry:
+    return ValuesEntry(
+        declared_in=release.source,
+        field=f"{release.field}.set",
+        base="",
+        inline=release.set_values,
+    )
+
+
+def _standard_labels(cluster: Cluster, deployment: DeploymentDir, app: AppSpec) -> dict[str, str]:
+    labels = {
+        "cluster": cluster.path,
+        "clusterName": cluster.name,
+        "deploymentName": deployment.name,
+        "template": app.template,
+        "instance": app.name,
+    }
+    if cluster.group is not None:
+        labels["clusterGroup"] = cluster.group
+    return labels
+
+
+def _duplicate(name: str, source: str, app: AppSpec, seen: dict[str, str]) -> ConfigError:
+    return ConfigError(
+        source,
+        f"release name '{name}' is produced twice in this deployment (also by {seen[name]})",
+        field=app.field,
+        hint="give one of the instances a different 'name' or 'nameStyle'",
+    )

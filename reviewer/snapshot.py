@@ -1,0 +1,193 @@
+"""Snapshots: the normalized, redacted render of one side, in memory and on disk.
+
+On disk a snapshot is `DIR/<cluster path>/<deployment>/<release>/<kind>-<name>.yaml`
+plus `DIR/index.json`, which lists every release with its status and error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reviewer import yamlio
+
+INDEX_SCHEMA = "reviewer.snapshot/v1"
+
+
+@dataclass(frozen=True, order=True)
+class ReleaseId:
+    """A release's identity: (cluster path, deployment name, release name)."""
+
+    cluster: str
+    deployment: str
+    release: str
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.deployment}/{self.release}"
+
+
+@dataclass(frozen=True, order=True)
+class ResourceKey:
+    """A rendered object's identity: (API group, kind, namespace, name)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{kind} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One rendered Kubernetes object, normalized (stable key order)."""
+
+    key: ResourceKey
+    api_version: str
+    body: dict[str, Any]
+    source: str = ""
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any], *, source: str = "") -> Resource:
+        """Build a resource from a parsed manifest; the body is normalized."""
+        api_version = str(body.get("apiVersion", ""))
+        metadata = body.get("metadata") or {}
+        group = api_version.rpartition("/")[0] if "/" in api_version else ""
+        key = ResourceKey(
+            group=group,
+            kind=str(body.get("kind", "")),
+            namespace=str(metadata.get("namespace") or ""),
+            name=str(metadata.get("name") or ""),
+        )
+        return cls(key=key, api_version=api_version, body=yamlio.normalize(body), source=source)
+
+    def text(self) -> str:
+        """The normalized YAML of this object."""
+        return yamlio.dump(self.body)
+
+
+@dataclass
+class RenderedRelease:
+    """The outcome of rendering one release: its objects, or the error that stopped it."""
+
+    id: ReleaseId
+    namespace: str
+    chart: str = ""
+    version: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    resources: list[Resource] = field(default_factory=list)
+    error: str | None = None
+    reproduce: str | None = None
+
+    @property
+    def status(self) -> str:
+        """`rendered` or `error`."""
+        return "error" if self.error is not None else "rendered"
+
+
+@dataclass
+class Snapshot:
+    """Every release of one side of a review, in identity order."""
+
+    releases: list[RenderedRelease] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """Failures that belong to no single release (e.g. an invalid deployment.yaml)."""
+
+    def by_id(self) -> dict[ReleaseId, RenderedRelease]:
+        """Releases keyed by identity."""
+        return {release.id: release for release in self.releases}
+
+    @property
+    def failed(self) -> list[RenderedRelease]:
+        """Releases that did not render."""
+        return [release for release in self.releases if release.error is not None]
+
+
+Guard = Callable[[str, str], None]
+"""A leak guard: called with (text, location) before anything is written."""
+
+
+def _no_guard(text: str, location: str) -> None:
+    return None
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe_segment(text: str) -> str:
+    cleaned = _UNSAFE.sub("_", text).strip("._") or "_"
+    return cleaned[:120]
+
+
+def resource_file_names(resources: Iterable[Resource]) -> list[str]:
+    """File names for a release's objects: `<kind>-<name>.yaml`, disambiguated when they clash."""
+    plain = [_safe_segment(f"{r.key.kind}-{r.key.name}".lower()) for r in resources]
+    counts: dict[str, int] = {}
+    for name in plain:
+        counts[name] = counts.get(name, 0) + 1
+    names: list[str] = []
+    used: set[str] = set()
+    for resource, base in zip(resources, plain, strict=True):
+        name = base
+        if counts[base] > 1:
+            extra = resource.key.namespace or resource.key.group or "cluster"
+            name = _safe_segment(f"{base}-{extra}".lower())
+        candidate, n = name, 2
+        while candidate in used:
+            candidate, n = f"{name}-{n}", n + 1
+        used.add(candidate)
+        names.append(candidate + ".yaml")
+    return names
+
+
+def release_dir(root: Path, release_id: ReleaseId) -> Path:
+    """Where a release's objects are written below a snapshot root."""
+    parts = [*release_id.cluster.split("/"), release_id.deployment, release_id.release]
+    return root.joinpath(*(_safe_segment(part) for part in parts))
+
+
+def index_entry(release: RenderedRelease) -> dict[str, Any]:
+    """The `index.json` record of one release."""
+    return {
+        "cluster": release.id.cluster,
+        "deployment": release.id.deployment,
+        "release": release.id.release,
+        "namespace": release.namespace,
+        "chart": release.chart,
+        "version": release.version,
+        "labels": release.labels,
+        "status": release.status,
+        "resources": len(release.resources),
+        "error": release.error,
+        "reproduce": release.reproduce,
+    }
+
+
+def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
+    """Write a snapshot below `root`; every text passes `guard` before it is written."""
+    root.mkdir(parents=True, exist_ok=True)
+    for release in snapshot.releases:
+        directory = release_dir(root, release.id)
+        names = resource_file_names(release.resources)
+        if release.resources:
+            directory.mkdir(parents=True, exist_ok=True)
+        for resource, name in zip(release.resources, names, strict=True):
+            text = resource.text()
+            path = directory / name
+            guard(text, str(path.relative_to(root)))
+            path.write_text(text, encoding="utf-8")
+    index = {
+        "schema": INDEX_SCHEMA,
+        "releases": [index_entry(release) for release in snapshot.releases],
+        "errors": snapshot.errors,
+    }
+    text = json.dumps(index, indent=2, sort_keys=False) + "\n"
+    guard(text, "index.json")
+    (root / "index.json").write_text(text, encoding="utf-8")

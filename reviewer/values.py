@@ -1,0 +1,203 @@
+"""Values: loading files of every level and merging them in design.md §4 order.
+
+Every loaded file becomes a `Layer` (where it came from, which level, what it
+set), so later stages can explain which file set a value. SOPS files are read
+through a `SecretsLoader`, the seam where decryption (or keyless placeholders,
+or redaction) plugs in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from reviewer import yamlio
+from reviewer.discover import Cluster, DeploymentDir, Level
+from reviewer.errors import ConfigError
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.paths import inside
+
+ATLAS = "atlas"
+SOPS_SUFFIX = ".sops.yaml"
+GOTMPL_SUFFIX = ".gotmpl"
+# Within one hierarchy level: .sops.yaml < .yaml < .yaml.gotmpl
+_LEVEL_SUFFIXES = (".values.sops.yaml", ".values.yaml", ".values.yaml.gotmpl")
+_LEVEL_PREFIX = {"global": "global", "group": "group", "cluster": "cluster"}
+
+Values = dict[str, Any]
+
+
+class SecretsLoader(Protocol):
+    """Turns a SOPS file into values (decrypted, placeholders or redacted)."""
+
+    def load(self, path: Path, *, source: str) -> Values:
+        """The values of the SOPS file at `path`; `source` is its repo-relative name."""
+        ...
+
+
+class NoSecrets:
+    """The loader used when SOPS support is not configured: refuses SOPS files."""
+
+    def load(self, path: Path, *, source: str) -> Values:
+        """Refuse: the file is encrypted and no loader was configured."""
+        raise ConfigError(source, "SOPS-encrypted values need a secrets loader")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One values source after loading: file (or inline entry), level and content."""
+
+    source: str  # repo-relative file, or "<file> <field>" for inline maps
+    level: str  # e.g. "global", "group production", "template values", "instance secrets"
+    values: Values
+    secret: bool = False
+
+
+@dataclass(frozen=True)
+class ValuesEntry:
+    """A `values:`/`secrets:` list item: a file relative to `base`, or an inline map."""
+
+    declared_in: str  # the file that lists the entry
+    field: str  # e.g. "apps[0].values[1]"
+    base: str  # repo-relative directory that relative paths start from
+    file: str | None = None
+    inline: Values | None = None
+
+
+def merge(lower: Mapping[str, Any], higher: Mapping[str, Any]) -> Values:
+    """Deep-merge maps; scalars, lists and explicit nulls from `higher` replace `lower`."""
+    result = dict(lower)
+    for key, value in higher.items():
+        below = result.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            result[key] = merge(below, value)
+        else:
+            result[key] = value
+    return result
+
+
+def with_atlas(values: Mapping[str, Any], atlas: Values) -> Values:
+    """`values` with the `atlas` key forced to the context (values files cannot override it)."""
+    return {**values, ATLAS: atlas}
+
+
+@dataclass
+class ValuesLoader:
+    """Reads values files of one repository side; renders `.gotmpl` files on the way."""
+
+    root: Path
+    templates: TemplateRenderer
+    secrets: SecretsLoader
+
+    def load_file(self, source: str, *, context: Values, secret: bool) -> Values:
+        """Load one repo-relative values file; `.gotmpl` files see `context` as `.Values`."""
+        path = self.root / source
+        if secret or source.endswith(SOPS_SUFFIX):
+            return self.secrets.load(path, source=source)
+        text = yamlio.read_text(path, source=source)
+        if source.endswith(GOTMPL_SUFFIX):
+            text = self.templates.render(text, values=context, source=source)
+        return yamlio.load_mapping(text, source=source)
+
+    def hierarchy(
+        self, cluster: Cluster, deployment: DeploymentDir, *, atlas: Values, plain_only: bool
+    ) -> list[Layer]:
+        """Layers of global → groups → cluster → deployment, lowest priority first.
+
+        `plain_only` skips SOPS files (deployment.yaml is rendered without secrets).
+        """
+        layers: list[Layer] = []
+        merged: Values = {}
+        for source, level in _hierarchy_files(self.root, cluster, deployment):
+            if plain_only and source.endswith(SOPS_SUFFIX):
+                continue
+            context = with_atlas(merged, atlas)
+            values = self.load_file(source, context=context, secret=False)
+            layers.append(Layer(source, level, values, secret=source.endswith(SOPS_SUFFIX)))
+            merged = merge(merged, values)
+        return layers
+
+    def release_layers(
+        self,
+        entries: Iterable[tuple[ValuesEntry, str, bool]],
+        *,
+        hierarchy: Values,
+        atlas: Values,
+    ) -> list[Layer]:
+        """Load release-level entries (template/instance values, then secrets) in order.
+
+        Each `.gotmpl` file sees atlas + what was merged so far, overlaid by the hierarchy.
+        """
+        layers: list[Layer] = []
+        merged: Values = {}
+        for entry, level, secret in entries:
+            context = with_atlas(merge(merged, hierarchy), atlas)
+            values = self._load_entry(entry, context=context, secret=secret)
+            source = entry.file or f"{entry.declared_in} {entry.field}"
+            layers.append(Layer(source, level, values, secret=secret))
+            merged = merge(merged, values)
+        return layers
+
+    def _load_entry(self, entry: ValuesEntry, *, context: Values, secret: bool) -> Values:
+        if entry.inline is not None:
+            return entry.inline
+        assert entry.file is not None
+        if not (self.root / entry.file).is_file():
+            raise ConfigError(
+                entry.declared_in,
+                f"file '{entry.file}' does not exist",
+                field=entry.field,
+                hint="paths are relative to the file that lists them",
+            )
+        return self.load_file(entry.file, context=context, secret=secret)
+
+
+def combine(layers: Iterable[Layer]) -> Values:
+    """Merge layers in order (later wins)."""
+    merged: Values = {}
+    for layer in layers:
+        merged = merge(merged, layer.values)
+    return merged
+
+
+def _hierarchy_files(
+    root: Path, cluster: Cluster, deployment: DeploymentDir
+) -> list[tuple[str, str]]:
+    """Existing hierarchy files in priority order, each with its level label."""
+    found: list[tuple[str, str]] = []
+    candidates: list[tuple[Level, str, str]] = [
+        (level, level.path, _LEVEL_PREFIX[level.kind]) for level in cluster.levels
+    ]
+    deployment_level = Level("deployment", deployment.path, f"deployment {deployment.name}")
+    candidates.append((deployment_level, deployment.path, "values"))
+    for level, directory, prefix in candidates:
+        for suffix in _LEVEL_SUFFIXES:
+            name = prefix + suffix if prefix != "values" else suffix.lstrip(".")
+            source = f"{directory}/{name}"
+            if (root / source).is_file():
+                found.append((source, level.label))
+    return found
+
+
+def entries(
+    items: Any, *, declared_in: str, field: str, base: str, root: Path, allow_inline: bool
+) -> list[ValuesEntry]:
+    """Validate a `values:`/`secrets:` list into entries; files must stay inside the repo."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ConfigError(declared_in, "must be a list of file paths or maps", field=field)
+    result: list[ValuesEntry] = []
+    for index, item in enumerate(items):
+        item_field = f"{field}[{index}]"
+        if isinstance(item, str):
+            path = inside(root, base, item, file=declared_in, field=item_field)
+            result.append(ValuesEntry(declared_in, item_field, base, file=path))
+        elif isinstance(item, dict) and allow_inline:
+            result.append(ValuesEntry(declared_in, item_field, base, inline=item))
+        else:
+            allowed = "a file path or a map" if allow_inline else "a file path"
+            raise ConfigError(declared_in, f"must be {allowed}", field=item_field)
+    return result
