@@ -121,7 +121,7 @@ class Planner:
         except ReviewerError as error:
             fail(None, error)
             return
-        seen: dict[str, str] = {}
+        expanded: list[tuple[AppSpec, ReleaseSpec, Values]] = []
         for app in spec.apps:
             instance = _instance(app, spec)
             instance_atlas = {**atlas, "instance": _atlas_instance(instance)}
@@ -136,18 +136,23 @@ class Planner:
             except ReviewerError as error:
                 fail(None, error)
                 continue
-            for release in releases:
-                where = f"{spec.source} {app.field}"
-                if release.name in seen:
-                    fail(release.name, _duplicate(release.name, spec.source, app, seen))
-                    continue
-                seen[release.name] = where
-                try:
-                    plan.releases.append(
-                        self._release(cluster, deployment, app, release, hierarchy, instance_atlas)
+            expanded.extend((app, release, instance_atlas) for release in releases)
+        producers: dict[str, list[AppSpec]] = {}
+        for app, release, _ in expanded:
+            producers.setdefault(release.name, []).append(app)
+        for app, release, instance_atlas in expanded:
+            if len(producers[release.name]) > 1:
+                if app is producers[release.name][0]:
+                    fail(
+                        release.name, _duplicate(release.name, spec.source, producers[release.name])
                     )
-                except ReviewerError as error:
-                    fail(release.name, error)
+                continue
+            try:
+                plan.releases.append(
+                    self._release(cluster, deployment, app, release, hierarchy, instance_atlas)
+                )
+            except ReviewerError as error:
+                fail(release.name, error)
 
     def _deployment_spec(
         self,
@@ -268,10 +273,10 @@ def _standard_labels(cluster: Cluster, deployment: DeploymentDir, app: AppSpec) 
     return labels
 
 
-def _duplicate(name: str, source: str, app: AppSpec, seen: dict[str, str]) -> ConfigError:
+def _duplicate(name: str, source: str, apps: list[AppSpec]) -> ConfigError:
+    fields = ", ".join(app.field for app in apps)
     return ConfigError(
         source,
-        f"release name '{name}' is produced twice in this deployment (also by {seen[name]})",
-        field=app.field,
-        hint="give one of the instances a different 'name' or 'nameStyle'",
+        f"release name '{name}' is produced more than once in this deployment (by {fields})",
+        hint="give the instances different 'name' or 'nameStyle' values",
     )

@@ -1,0 +1,112 @@
+"""Shared fixtures: repositories built in temp dirs and a chart that shows what Helm received."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reviewer import yamlio
+from reviewer.engine import EmbeddedEngine
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.side import SideOptions, render_side
+from reviewer.snapshot import RenderedRelease, ReleaseId, Snapshot
+
+# A chart whose only object is a ConfigMap holding the `.Values` Helm received,
+# so tests assert on what was rendered, not on internals.
+DUMP_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: dump\nversion: 1.0.0\n",
+    "values.yaml": "chartDefault: from-chart\nreplicas: 1\nnested:\n  keep: chart\n  drop: chart\n",
+    "templates/values.yaml": textwrap.dedent(
+        """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: {{ .Release.Name }}-values
+          namespace: {{ .Release.Namespace }}
+        data:
+          values: |
+        {{ toYaml .Values | indent 4 }}
+        """
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests never read or write the real home directory."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+class Repo:
+    """A GitOps repository written file by file into a temp directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, path: str, text: str) -> Repo:
+        """Write a file (dedented), creating directories."""
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text), encoding="utf-8")
+        return self
+
+    def write_all(self, files: dict[str, str]) -> Repo:
+        """Write several files."""
+        for path, text in files.items():
+            self.write(path, text)
+        return self
+
+    def add_chart(self, path: str = "charts/dump", files: dict[str, str] | None = None) -> Repo:
+        """Add a local chart (the values-dump chart by default)."""
+        for name, text in (files or DUMP_CHART).items():
+            self.write(f"{path}/{name}", text)
+        return self
+
+    def add_template(self, name: str = "app", text: str | None = None) -> Repo:
+        """Add an app template rendering the dump chart."""
+        depth = "../" * (name.count("/") + 2)
+        default = f"releases:\n  - name: app\n    chart: {depth}charts/dump\n"
+        return self.write(f"templates/{name}/helmfile.yaml.gotmpl", text or default)
+
+    def render(self, options: SideOptions | None = None) -> Snapshot:
+        """Render every release in-process with the embedded engine."""
+        return render_side(
+            self.root,
+            options=options or SideOptions(),
+            engine=EmbeddedEngine(),
+            renderer=TemplateRenderer(),
+        )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[Repo]:
+    """An empty repository with the values-dump chart and an `app` template."""
+    yield Repo(tmp_path / "repo").add_chart().add_template()
+
+
+def release(snapshot: Snapshot, cluster: str, deployment: str, name: str) -> RenderedRelease:
+    """The rendered release with that identity (fails the test if absent)."""
+    found = snapshot.by_id().get(ReleaseId(cluster, deployment, name))
+    assert found is not None, f"no release {cluster}/{deployment}/{name} in {_ids(snapshot)}"
+    return found
+
+
+def received_values(snapshot: Snapshot, cluster: str, deployment: str, name: str) -> dict[str, Any]:
+    """The `.Values` the dump chart received for that release."""
+    rendered = release(snapshot, cluster, deployment, name)
+    assert rendered.error is None, rendered.error
+    config = next(r for r in rendered.resources if r.key.kind == "ConfigMap")
+    return yamlio.load_mapping(config.body["data"]["values"], source="dump")
+
+
+def _ids(snapshot: Snapshot) -> list[str]:
+    return [str(r.id) for r in snapshot.releases]

@@ -1,0 +1,101 @@
+"""Discovery rules of design.md §3, checked on what gets rendered."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import Repo, received_values
+
+from reviewer.errors import RepositoryError
+
+APP = "apps: [{template: app}]\n"
+
+
+def rendered_ids(repo: Repo) -> set[str]:
+    return {str(r.id) for r in repo.render().releases}
+
+
+def test_group_cluster_and_standalone_clusters_each_get_their_deployments(repo: Repo) -> None:
+    repo.write("deployments/apps/everywhere/deployment.yaml", APP)
+    repo.write("deployments/prod/apps/shop/deployment.yaml", APP)
+    repo.write("deployments/prod/eu/apps/local/deployment.yaml", APP)
+    repo.write("deployments/prod/us/apps/.keep", "")
+    repo.write("deployments/sandbox/apps/.keep", "")
+    repo.write("deployments/docs/README.md", "not a cluster: no apps/ below\n")
+
+    assert rendered_ids(repo) == {
+        "prod/eu/everywhere/app",
+        "prod/eu/shop/app",
+        "prod/eu/local/app",
+        "prod/us/everywhere/app",
+        "prod/us/shop/app",
+        "sandbox/everywhere/app",
+    }
+
+
+def test_atlas_names_cluster_group_and_standalone(repo: Repo) -> None:
+    repo.write("deployments/apps/d/deployment.yaml", APP)
+    repo.write("deployments/region/prod/eu-1/apps/.keep", "")
+    repo.write("deployments/solo/apps/.keep", "")
+    snapshot = repo.render()
+
+    nested = received_values(snapshot, "region/prod/eu-1", "d", "app")["atlas"]["deployment"]
+    assert nested == {
+        "cluster": "region/prod/eu-1",
+        "clusterName": "eu-1",
+        "clusterGroup": "region/prod",
+        "deploymentName": "d",
+        "deploymentPath": "deployments/apps/d",
+    }
+    solo = received_values(snapshot, "solo", "d", "app")["atlas"]["deployment"]
+    assert "clusterGroup" not in solo
+    assert solo["clusterName"] == "solo"
+
+
+def test_most_specific_definition_wins(repo: Repo) -> None:
+    repo.write("deployments/apps/web/deployment.yaml", "apps: [{template: app, name: glob}]\n")
+    repo.write("deployments/prod/apps/web/deployment.yaml", "apps: [{template: app, name: grp}]\n")
+    repo.write(
+        "deployments/prod/eu/apps/web/deployment.yaml", "apps: [{template: app, name: own}]\n"
+    )
+    repo.write("deployments/prod/us/apps/.keep", "")
+    repo.write("deployments/dev/apps/.keep", "")
+
+    assert rendered_ids(repo) == {"prod/eu/web/own-app", "prod/us/web/grp-app", "dev/web/glob-app"}
+
+
+def test_group_level_with_apps_is_still_a_group(repo: Repo) -> None:
+    # prod has apps/ itself but clusters below: it is a group, not a cluster.
+    repo.write("deployments/prod/apps/shop/deployment.yaml", APP)
+    repo.write("deployments/prod/eu/apps/.keep", "")
+    assert rendered_ids(repo) == {"prod/eu/shop/app"}
+
+
+def test_duplicate_leaf_names_are_an_error_listing_every_path(repo: Repo) -> None:
+    repo.write("deployments/prod/eu/apps/x/deployment.yaml", APP)
+    repo.write("deployments/staging/eu/apps/x/deployment.yaml", APP)
+    with pytest.raises(RepositoryError) as raised:
+        repo.render()
+    assert "'eu' at prod/eu, staging/eu" in str(raised.value)
+
+
+def test_global_only_repository_is_an_error(repo: Repo) -> None:
+    repo.write("deployments/apps/x/deployment.yaml", APP)
+    with pytest.raises(RepositoryError) as raised:
+        repo.render()
+    assert "no cluster found" in str(raised.value)
+
+
+def test_missing_definitions_root_is_an_error(repo: Repo) -> None:
+    with pytest.raises(RepositoryError) as raised:
+        repo.render()
+    assert "'deployments/' not found" in str(raised.value)
+
+
+def test_deployment_directory_without_deployment_yaml_fails_only_itself(repo: Repo) -> None:
+    repo.write("deployments/c/apps/broken/values.yaml", "a: 1\n")
+    repo.write("deployments/c/apps/fine/deployment.yaml", APP)
+    snapshot = repo.render()
+    failed = {str(r.id): r.error for r in snapshot.failed}
+    assert list(failed) == ["c/broken/*"]
+    assert "deployments/c/apps/broken/deployment.yaml: missing" in str(failed["c/broken/*"])
+    assert received_values(snapshot, "c", "fine", "app")["replicas"] == 1
