@@ -109,7 +109,7 @@ class EmbeddedEngine:
         return ChartInfo(name=loaded.name, version=loaded.version)
 
     def render(self, request: RenderRequest) -> dict[str, str]:
-        """Render the chart with Helm's engine; values are checked against its schema unless skipped."""
+        """Render with Helm's engine; values are checked against the schema unless skipped."""
         chart = self._load(request.chart, without_schema=request.skip_schema_validation)
         try:
             return chart.render(

@@ -13,7 +13,7 @@ from reviewer import yamlio
 from reviewer.engine import EmbeddedEngine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.side import SideOptions, render_side
-from reviewer.snapshot import RenderedRelease, ReleaseId, Snapshot
+from reviewer.snapshot import ReleaseId, RenderedRelease, Snapshot
 
 # A chart whose only object is a ConfigMap holding the `.Values` Helm received,
 # so tests assert on what was rendered, not on internals.

@@ -89,7 +89,7 @@ def test_labels_standard_common_release_and_app(repo: Repo) -> None:
 def test_condition_and_installed_are_ignored(repo: Repo) -> None:
     repo.write(
         "templates/app/helmfile.yaml.gotmpl",
-        "releases: [{name: app, chart: ../../charts/dump, installed: false, condition: x.enabled}]\n",
+        "releases: [{name: app, chart: ../../charts/dump, installed: false, condition: x.on}]\n",
     )
     repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: app}]\n")
     assert release(repo.render(), "c", "a", "app").error is None
