@@ -1,0 +1,169 @@
+"""Sides from git: the checkouts a diff compares (base, head, or the merge result).
+
+Commits are checked out into temporary worktrees that are removed on every exit
+path, Ctrl-C included. The merge result is computed with `git merge-tree`, so
+the user's working tree and index are never touched.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer import proc
+from reviewer.errors import CommandError, ReviewerError
+
+# Fixed identity and dates so the synthetic merge commit never depends on the user's config.
+_MERGE_ENV = {
+    "GIT_AUTHOR_NAME": "reviewer",
+    "GIT_AUTHOR_EMAIL": "reviewer@localhost",
+    "GIT_COMMITTER_NAME": "reviewer",
+    "GIT_COMMITTER_EMAIL": "reviewer@localhost",
+    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
+}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a diff: a directory to render and what it was made from."""
+
+    label: str  # "base" or "head"
+    root: Path
+    ref: str  # what the user asked for: a ref, "working tree", or a directory
+    sha: str | None = None  # commit, when the side is a commit
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The two sides of a diff, plus warnings about how they were made."""
+
+    base: Side
+    head: Side
+    warnings: tuple[str, ...] = ()
+
+
+def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> proc.Completed:
+    """Run git in `repo` through the one subprocess chokepoint."""
+    command = proc.Command(proc.argv("git", "-C", repo, *args), ok_codes=ok_codes)
+    return proc.run(command)
+
+
+def _out(repo: Path, *args: str) -> str:
+    return git(repo, *args).stdout.decode().strip()
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """The commit SHA a ref names; a clear error when it names nothing."""
+    try:
+        return _out(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except CommandError:
+        raise ReviewerError(f"git ref '{ref}' does not name a commit in {repo}") from None
+
+
+def toplevel(repo: Path) -> Path:
+    """The root of the git work tree containing `repo`."""
+    try:
+        return Path(_out(repo, "rev-parse", "--show-toplevel"))
+    except CommandError:
+        raise ReviewerError(f"{repo} is not inside a git repository") from None
+
+
+def default_base(repo: Path) -> str:
+    """Merge base of HEAD with the upstream default branch (origin/HEAD, upstream, main, master)."""
+    for candidate in _upstream_candidates(repo):
+        found = git(repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1, 128))
+        if found.returncode == 0:
+            return _out(repo, "merge-base", "HEAD", candidate)
+    raise ReviewerError(
+        "cannot find the default upstream branch to compare with",
+        hint="pass --base REF (for example --base origin/main)",
+    )
+
+
+def _upstream_candidates(repo: Path) -> list[str]:
+    candidates: list[str] = []
+    origin_head = git(repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", ok_codes=(0, 1))
+    if origin_head.returncode == 0:
+        candidates.append(origin_head.stdout.decode().strip())
+    candidates += ["@{upstream}", "origin/main", "origin/master", "main", "master"]
+    return candidates
+
+
+@contextmanager
+def worktree(repo: Path, sha: str) -> Iterator[Path]:
+    """A temporary detached worktree at `sha`, removed afterwards whatever happens."""
+    parent = Path(tempfile.mkdtemp(prefix="reviewer-side-"))
+    path = parent / "tree"
+    try:
+        git(repo, "worktree", "add", "--detach", "--quiet", str(path), sha)
+        yield path
+    finally:
+        git(repo, "worktree", "remove", "--force", str(path), ok_codes=(0, 128))
+        shutil.rmtree(parent, ignore_errors=True)
+        git(repo, "worktree", "prune", ok_codes=(0, 128))
+
+
+def merge_commit(repo: Path, base: str, head: str) -> str | None:
+    """A commit holding `head` merged into `base` (what GitHub's merge ref has); None on conflicts."""
+    merged = git(repo, "merge-tree", "--write-tree", base, head, ok_codes=(0, 1))
+    if merged.returncode == 1:
+        return None
+    tree = merged.stdout.decode().split()[0]
+    command = proc.Command(
+        proc.argv("git", "-C", repo, "commit-tree", tree, "-p", base, "-p", head, "-m", "merge"),
+        env=_MERGE_ENV,
+    )
+    return proc.run(command).stdout.decode().strip()
+
+
+@contextmanager
+def git_sides(repo: Path, *, base: str | None, head: str | None, merge: bool) -> Iterator[Sides]:
+    """Check out base and head (or the merge result) for the duration of the block."""
+    top = toplevel(repo)
+    inner = repo.resolve().relative_to(top.resolve())
+    base_ref = base or default_base(top)
+    base_sha = resolve(top, base_ref)
+    warnings: list[str] = []
+    with ExitStack() as stack:
+        base_root = stack.enter_context(worktree(top, base_sha))
+        head_side = _head_side(stack, top, inner, head)
+        if merge:
+            head_side, warning = _merged_side(stack, top, inner, base_sha, head_side)
+            warnings += [warning] if warning else []
+        base_side = Side("base", base_root / inner, base_ref, base_sha)
+        yield Sides(base=base_side, head=head_side, warnings=tuple(warnings))
+
+
+def _head_side(stack: ExitStack, top: Path, inner: Path, head: str | None) -> Side:
+    if head is None:
+        return Side("head", top / inner, "working tree", None)
+    sha = resolve(top, head)
+    return Side("head", stack.enter_context(worktree(top, sha)) / inner, head, sha)
+
+
+def _merged_side(
+    stack: ExitStack, top: Path, inner: Path, base_sha: str, head: Side
+) -> tuple[Side, str | None]:
+    head_sha = head.sha or resolve(top, "HEAD")
+    merged = merge_commit(top, base_sha, head_sha)
+    if merged is None:
+        warning = (
+            f"head ({head.ref}) does not merge cleanly into base; showing head alone "
+            "instead of the merge result"
+        )
+        return head, warning
+    root = stack.enter_context(worktree(top, merged)) / inner
+    return Side("head", root, f"merge of {head.ref} into base", merged), None
+
+
+def directory_sides(base: Path, head: Path) -> Sides:
+    """Two plain directories compared as they are."""
+    for path in (base, head):
+        if not path.is_dir():
+            raise ReviewerError(f"{path} is not a directory")
+    return Sides(Side("base", base, str(base)), Side("head", head, str(head)))
