@@ -109,7 +109,7 @@ def worktree(repo: Path, sha: str) -> Iterator[Path]:
 
 
 def merge_commit(repo: Path, base: str, head: str) -> str | None:
-    """A commit holding `head` merged into `base` (what GitHub's merge ref has); None on conflicts."""
+    """`head` merged into `base`, as GitHub's merge ref holds it; None on conflicts."""
     merged = git(repo, "merge-tree", "--write-tree", base, head, ok_codes=(0, 1))
     if merged.returncode == 1:
         return None

@@ -26,7 +26,7 @@ class Console:
 
     def __post_init__(self) -> None:
         no_color = "NO_COLOR" in os.environ
-        self._err = RichConsole(file=self.err, no_color=no_color, highlight=False, soft_wrap=True)
+        self.rich = RichConsole(file=self.err, no_color=no_color, highlight=False, soft_wrap=True)
 
     @property
     def interactive(self) -> bool:
@@ -35,15 +35,15 @@ class Console:
 
     def info(self, message: str) -> None:
         """A progress or summary line."""
-        self._err.print(message, markup=False)
+        self.rich.print(message, markup=False)
 
     def error(self, message: str) -> None:
         """A failure line (red on a terminal)."""
-        self._err.print(message, style="red", markup=False)
+        self.rich.print(message, style="red", markup=False)
 
     def warn(self, message: str) -> None:
         """A warning line (yellow on a terminal)."""
-        self._err.print(message, style="yellow", markup=False)
+        self.rich.print(message, style="yellow", markup=False)
 
     def write(self, text: str) -> None:
         """Write a result to standard output."""
@@ -61,7 +61,7 @@ def progress_bar(console: Console, *, total: int, label: str) -> Iterator[Callab
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console._err,
+        console=console.rich,
         transient=True,
     )
     with progress:

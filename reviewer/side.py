@@ -10,7 +10,7 @@ from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import HelmEngine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import Plan, Planner
-from reviewer.render import Progress, render_plan
+from reviewer.render import render_plan
 from reviewer.snapshot import Snapshot
 from reviewer.values import NoSecrets, SecretsLoader, ValuesLoader
 
@@ -61,10 +61,7 @@ def render_side(
     engine: HelmEngine,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
-    progress: Progress | None = None,
 ) -> Snapshot:
     """Plan and render one checkout into a snapshot."""
     plan = plan_side(root, options=options, renderer=renderer, secrets=secrets)
-    if progress is None:
-        return render_plan(plan, root=root, engine=engine)
-    return render_plan(plan, root=root, engine=engine, progress=progress)
+    return render_plan(plan, root=root, engine=engine)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,7 +126,7 @@ def _safe_segment(text: str) -> str:
     return cleaned[:120]
 
 
-def resource_file_names(resources: Iterable[Resource]) -> list[str]:
+def resource_file_names(resources: Sequence[Resource]) -> list[str]:
     """File names for a release's objects: `<kind>-<name>.yaml`, disambiguated when they clash."""
     plain = [_safe_segment(f"{r.key.kind}-{r.key.name}".lower()) for r in resources]
     counts: dict[str, int] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reviewer import yamlio
-from reviewer.discover import Cluster, DeploymentDir, Level
+from reviewer.discover import Cluster, DeploymentDir
 from reviewer.errors import ConfigError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.paths import inside
@@ -23,8 +23,7 @@ ATLAS = "atlas"
 SOPS_SUFFIX = ".sops.yaml"
 GOTMPL_SUFFIX = ".gotmpl"
 # Within one hierarchy level: .sops.yaml < .yaml < .yaml.gotmpl
-_LEVEL_SUFFIXES = (".values.sops.yaml", ".values.yaml", ".values.yaml.gotmpl")
-_LEVEL_PREFIX = {"global": "global", "group": "group", "cluster": "cluster"}
+_LEVEL_SUFFIXES = (".sops.yaml", ".yaml", ".yaml.gotmpl")
 
 Values = dict[str, Any]
 
@@ -166,18 +165,14 @@ def _hierarchy_files(
     root: Path, cluster: Cluster, deployment: DeploymentDir
 ) -> list[tuple[str, str]]:
     """Existing hierarchy files in priority order, each with its level label."""
+    directories = [(level.path, f"{level.kind}.values", level.label) for level in cluster.levels]
+    directories.append((deployment.path, "values", f"deployment {deployment.name}"))
     found: list[tuple[str, str]] = []
-    candidates: list[tuple[Level, str, str]] = [
-        (level, level.path, _LEVEL_PREFIX[level.kind]) for level in cluster.levels
-    ]
-    deployment_level = Level("deployment", deployment.path, f"deployment {deployment.name}")
-    candidates.append((deployment_level, deployment.path, "values"))
-    for level, directory, prefix in candidates:
+    for directory, stem, label in directories:
         for suffix in _LEVEL_SUFFIXES:
-            name = prefix + suffix if prefix != "values" else suffix.lstrip(".")
-            source = f"{directory}/{name}"
+            source = f"{directory}/{stem}{suffix}"
             if (root / source).is_file():
-                found.append((source, level.label))
+                found.append((source, label))
     return found
 
 
