@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reviewer import yamlio
+from reviewer.errors import ReviewerError
 
 INDEX_SCHEMA = "reviewer.snapshot/v1"
 
@@ -170,9 +172,21 @@ def index_entry(release: RenderedRelease) -> dict[str, Any]:
     }
 
 
+def _prepare(root: Path) -> None:
+    """Empty `root` if it holds an earlier snapshot; never clobber anything else."""
+    if root.exists() and any(root.iterdir()):
+        if not (root / "index.json").is_file():
+            raise ReviewerError(
+                f"{root} is not empty and holds no earlier snapshot; refusing to write into it",
+                hint="choose a new or empty output directory",
+            )
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+
+
 def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
     """Write a snapshot below `root`; every text passes `guard` before it is written."""
-    root.mkdir(parents=True, exist_ok=True)
+    _prepare(root)
     for release in snapshot.releases:
         directory = release_dir(root, release.id)
         names = resource_file_names(release.resources)

@@ -216,3 +216,28 @@ def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
         main(["render", "--no-such-option"])
     assert done.value.code == ExitStatus.USAGE
     assert "No such option" in capsys.readouterr().err
+
+
+def test_output_directory_is_replaced_but_foreign_directories_are_refused(
+    fleet: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me\n")
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(fleet.root), "--out", str(out)])
+    assert done.value.code == ExitStatus.INVALID_REPOSITORY
+    assert "refusing to write into it" in capsys.readouterr().err
+    assert (out / "precious.txt").read_text() == "keep me\n"
+
+    fresh = tmp_path / "fresh"
+    main_exit = []
+    for _ in range(2):
+        with pytest.raises(SystemExit) as done:
+            main(["render", str(fleet.root), "--out", str(fresh), "--cluster", "c1"])
+        main_exit.append(done.value.code)
+    (fresh / "stale.yaml").write_text("old\n")
+    with pytest.raises(SystemExit):
+        main(["render", str(fleet.root), "--out", str(fresh), "--cluster", "c1"])
+    assert main_exit == [0, 0]
+    assert not (fresh / "stale.yaml").exists()
