@@ -73,6 +73,8 @@ class PathPattern:
     @classmethod
     def parse(cls, text: str) -> PathPattern:
         """Parse a dotted path pattern; raise ValueError with the reason."""
+        if not text:
+            raise ValueError("empty pattern")  # it would cover every path
         return cls(text, tuple(_parse_segments(text)))
 
     def matches(self, path: Path) -> bool:
@@ -221,11 +223,8 @@ Matcher = Callable[[Path], bool]
 
 
 def prune_pair(before: Any, after: Any, covered: Matcher) -> tuple[Any, Any]:
-    """Copies of both documents without the covered paths, pruned alike on both sides.
-
-    A map or list that pruning empties disappears when the other side lacks it,
-    so a routine change never leaves an `annotations: {}` line behind.
-    """
+    """Copies of both documents without the covered paths; a map or list that pruning
+    empties goes too when the other side lacks it (no stray `annotations: {}` line)."""
     return _prune((), before, after, covered)
 
 
