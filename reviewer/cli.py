@@ -11,9 +11,10 @@ from pathlib import Path
 import click
 
 from reviewer import __version__
+from reviewer.commands import diff as diff_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.console import Console
-from reviewer.discover import Layout
+from reviewer.diff import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.side import Selection, SideOptions
 
@@ -25,15 +26,24 @@ _REPO = click.argument(
 def _layout_options(function: click.decorators.FC) -> click.decorators.FC:
     function = click.option(
         "--definitions",
-        default="deployments",
-        show_default=True,
-        help="Definitions root (clusters, groups, deployments), relative to the repository.",
+        default=None,
+        help="Definitions root relative to the repository "
+        "[default: .reviewer.yaml's, else deployments].",
+    )(function)
+    function = click.option(
+        "--templates",
+        default=None,
+        help="App templates root relative to the repository "
+        "[default: .reviewer.yaml's, else templates].",
+    )(function)
+    function = click.option(
+        "--deployment", "deployments", multiple=True, help="Only this deployment. Repeatable."
     )(function)
     return click.option(
-        "--templates",
-        default="templates",
-        show_default=True,
-        help="App templates root, relative to the repository.",
+        "--cluster",
+        "clusters",
+        multiple=True,
+        help="Only this cluster (path like group/name, or its name). Repeatable.",
     )(function)
 
 
@@ -52,32 +62,109 @@ def cli() -> None:
     type=click.Path(file_okay=False),
     help="Directory to write the rendered releases and index.json to.",
 )
-@click.option(
-    "--cluster",
-    "clusters",
-    multiple=True,
-    help="Only this cluster (path like group/name, or its name). Repeatable.",
-)
-@click.option(
-    "--deployment", "deployments", multiple=True, help="Only this deployment. Repeatable."
-)
 @_layout_options
 def render(
     repo: str,
     out: str,
     clusters: tuple[str, ...],
     deployments: tuple[str, ...],
-    definitions: str,
-    templates: str,
+    definitions: str | None,
+    templates: str | None,
 ) -> None:
     """Render every release of REPO (default: current directory) into --out."""
     options = SideOptions(
-        layout=Layout(definitions=definitions, templates=templates),
-        selection=Selection(clusters=clusters, deployments=deployments),
-        display_root=repo,
+        selection=Selection(clusters=clusters, deployments=deployments), display_root=repo
     )
-    args = render_cmd.RenderArgs(repo=Path(repo), out=Path(out), options=options)
+    args = render_cmd.RenderArgs(
+        repo=Path(repo),
+        out=Path(out),
+        options=options,
+        definitions=definitions,
+        templates=templates,
+    )
     sys.exit(render_cmd.run(args, Console()))
+
+
+@cli.command()
+@click.argument("directories", nargs=-1, type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Repository (or a directory inside it) to diff.",
+)
+@click.option("--base", help="Base ref [default: merge base of HEAD with the upstream branch].")
+@click.option("--head", help="Head ref [default: the working tree, uncommitted changes included].")
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="Compare base with head merged into base (what GitHub's merge ref holds).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(diff_cmd.FORMATS),
+    default="text",
+    show_default=True,
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option(
+    "--context",
+    "-U",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Context lines in unified diffs.",
+)
+@click.option(
+    "--differ",
+    type=click.Choice(["builtin", "dyff", "auto"]),
+    default="auto",
+    show_default=True,
+    help="Path-level differ (auto: dyff when installed).",
+)
+@click.option("--exit-code", is_flag=True, help="Exit with 2 when something changes.")
+@_layout_options
+def diff(
+    directories: tuple[str, ...],
+    repo: str,
+    base: str | None,
+    head: str | None,
+    merge: bool,
+    output_format: str,
+    output: str | None,
+    context: int,
+    differ: DifferChoice,
+    exit_code: bool,
+    clusters: tuple[str, ...],
+    deployments: tuple[str, ...],
+    definitions: str | None,
+    templates: str | None,
+) -> None:
+    """Render two sides and report what changes: git refs of --repo, or DIR_A DIR_B."""
+    if directories and len(directories) != 2:
+        raise click.UsageError("give exactly two directories (DIR_A DIR_B), or none")
+    if directories and (base or head or merge):
+        raise click.UsageError("--base/--head/--merge compare git refs, not directories")
+    args = diff_cmd.DiffArgs(
+        repo=Path(repo),
+        base=base,
+        head=head,
+        merge=merge,
+        directories=(Path(directories[0]), Path(directories[1])) if directories else None,
+        options=SideOptions(
+            selection=Selection(clusters=clusters, deployments=deployments), display_root=repo
+        ),
+        definitions=definitions,
+        templates=templates,
+        output_format=output_format,
+        output=Path(output) if output else None,
+        context=context,
+        differ=differ,
+        exit_code=exit_code,
+    )
+    sys.exit(diff_cmd.run(args, Console()))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

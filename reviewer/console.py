@@ -29,6 +29,11 @@ class Console:
         self.rich = RichConsole(file=self.err, no_color=no_color, highlight=False, soft_wrap=True)
 
     @property
+    def colour(self) -> bool:
+        """True when results go to a terminal and NO_COLOR is not set."""
+        return self.out.isatty() and "NO_COLOR" not in os.environ
+
+    @property
     def interactive(self) -> bool:
         """True when messages go to a terminal."""
         return self.err.isatty()

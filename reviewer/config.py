@@ -1,0 +1,72 @@
+"""`.reviewer.yaml`: repository-level settings (layout and noise rules).
+
+Keys (all optional):
+
+`definitions`
+    Definitions root, relative to the repository (default `deployments`).
+`templates`
+    App templates root (default `templates`).
+`noise`
+    Noise rules: `labels`, `annotations`, `paths`, `kinds` (see reviewer/noise.py
+    and README.md).
+
+A diff reads this file from the target (base) side, so a pull request cannot
+hide its own changes by adding noise rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewer import yamlio
+from reviewer.discover import Layout
+from reviewer.errors import ConfigError
+from reviewer.noise import NoiseRules
+
+CONFIG_FILE = ".reviewer.yaml"
+_KEYS = ("definitions", "templates", "noise")
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """Settings read from `.reviewer.yaml` (defaults when the file is absent)."""
+
+    layout: Layout = field(default_factory=Layout)
+    noise: NoiseRules = field(default_factory=NoiseRules)
+
+
+def load(root: Path) -> RepoConfig:
+    """Read `.reviewer.yaml` at `root`; a missing file gives the defaults."""
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return RepoConfig()
+    data = yamlio.read_mapping(path, source=CONFIG_FILE)
+    for key in data:
+        if key not in _KEYS:
+            raise ConfigError(CONFIG_FILE, f"unknown key; allowed: {', '.join(_KEYS)}", field=key)
+    layout = Layout(
+        definitions=_directory(data, "definitions", Layout.definitions),
+        templates=_directory(data, "templates", Layout.templates),
+    )
+    noise = data.get("noise") or {}
+    if not isinstance(noise, dict):
+        raise ConfigError(CONFIG_FILE, "must be a map", field="noise")
+    return RepoConfig(layout=layout, noise=NoiseRules.from_mapping(noise, source=CONFIG_FILE))
+
+
+def with_overrides(config: RepoConfig, *, definitions: str | None, templates: str | None) -> Layout:
+    """The layout: command-line values win over `.reviewer.yaml`, which wins over defaults."""
+    return Layout(
+        definitions=definitions or config.layout.definitions,
+        templates=templates or config.layout.templates,
+    )
+
+
+def _directory(data: dict[str, object], key: str, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str) or not value or value.startswith("/") or ".." in value.split("/"):
+        raise ConfigError(
+            CONFIG_FILE, "must be a relative directory inside the repository", field=key
+        )
+    return value.strip("/")

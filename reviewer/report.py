@@ -1,0 +1,300 @@
+"""Reports of a review: JSON (versioned), coloured text and Markdown.
+
+Every format is built from the same `Review`; none of them reads files or
+secrets, so what they show is exactly what the diff stage produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from reviewer.diff import (
+    ReleaseDiff,
+    ReleaseStatus,
+    ResourceDiff,
+    ResourceStatus,
+    SnapshotDiff,
+)
+
+REPORT_SCHEMA = "reviewer.report/v1"
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    """What one side was rendered from."""
+
+    ref: str
+    sha: str | None = None
+
+    @property
+    def short(self) -> str:
+        """`ref (sha7)` for headers."""
+        return f"{self.ref} ({self.sha[:7]})" if self.sha else self.ref
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything a report shows."""
+
+    base: SideInfo
+    head: SideInfo
+    diff: SnapshotDiff
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def all_warnings(self) -> tuple[str, ...]:
+        """Given warnings plus one per target-branch failure (they never fail the run)."""
+        failures = tuple(
+            f"target branch failed to render {f.release or 'a deployment'} (not blocking: "
+            "the change may be the fix)"
+            for f in self.diff.base_errors
+        )
+        return self.warnings + failures
+
+    @property
+    def failed(self) -> bool:
+        """True when the head (merge) side has render errors: the run fails."""
+        return bool(self.diff.head_errors)
+
+    def changed_releases(self) -> list[ReleaseDiff]:
+        """Releases that are added, removed, changed or failed, in identity order."""
+        return [r for r in self.diff.releases if r.status is not ReleaseStatus.UNCHANGED]
+
+    def totals(self) -> dict[str, int]:
+        """Release counts over the whole fleet."""
+        totals = {"added": 0, "changed": 0, "removed": 0, "unchanged": 0, "failed": 0}
+        for cluster in self.diff.summary():
+            totals["added"] += cluster.added
+            totals["changed"] += cluster.changed
+            totals["removed"] += cluster.removed
+            totals["unchanged"] += cluster.unchanged
+            totals["failed"] += cluster.failed
+        return totals
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def to_json(review: Review) -> dict[str, Any]:
+    """The versioned JSON report (schema `reviewer.report/v1`, documented in README.md)."""
+    return {
+        "schema": REPORT_SCHEMA,
+        "base": _side_json(review, "base"),
+        "head": _side_json(review, "head"),
+        "summary": {
+            "releases": review.totals(),
+            "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
+            "routine": review.diff.routine_counts(),
+        },
+        "releases": [_release_json(release) for release in review.diff.releases],
+        "groups": [
+            {
+                "status": group.status.value,
+                "kind": group.kind,
+                "name": group.name,
+                "releases": [str(release) for release, _ in group.members],
+                "diff": group.body,
+            }
+            for group in review.diff.groups
+            if len(group.members) > 1
+        ],
+        "warnings": list(review.all_warnings),
+    }
+
+
+def _side_json(review: Review, side: str) -> dict[str, Any]:
+    info = review.base if side == "base" else review.head
+    failures = review.diff.base_errors if side == "base" else review.diff.head_errors
+    return {
+        "ref": info.ref,
+        "sha": info.sha,
+        "errors": [
+            {
+                "cluster": f.release.cluster if f.release else None,
+                "deployment": f.release.deployment if f.release else None,
+                "release": f.release.release if f.release else None,
+                "message": f.message,
+                "reproduce": f.reproduce,
+            }
+            for f in failures
+        ],
+    }
+
+
+def _release_json(release: ReleaseDiff) -> dict[str, Any]:
+    side = release.head or release.base
+    return {
+        "cluster": release.id.cluster,
+        "deployment": release.id.deployment,
+        "release": release.id.release,
+        "namespace": side.namespace if side else "",
+        "status": release.status.value,
+        "chart": {
+            "base": _chart(release.base),
+            "head": _chart(release.head),
+        },
+        "routineOnly": release.routine_only,
+        "unchangedResources": release.unchanged,
+        "resources": [_resource_json(release, diff) for diff in release.resources],
+    }
+
+
+def _chart(side: Any) -> str | None:
+    if side is None or not side.chart:
+        return None
+    return f"{side.chart}-{side.version}" if side.version else str(side.chart)
+
+
+def _resource_json(release: ReleaseDiff, diff: ResourceDiff) -> dict[str, Any]:
+    key = diff.key
+    entry: dict[str, Any] = {
+        "apiVersion": diff.head_api_version or diff.base_api_version,
+        "kind": key.kind,
+        "namespace": key.namespace,
+        "name": key.name,
+        "status": diff.status.value,
+        "diff": diff.unified,
+        "changes": [str(change) for change in diff.changes],
+        "routine": [str(item) for item in diff.routine],
+        "routineOnly": diff.routine_only,
+    }
+    if diff.status is ResourceStatus.MOVED:
+        entry["from"] = str(diff.base_release)
+        entry["to"] = str(diff.head_release)
+    if diff.status is ResourceStatus.RENAMED and diff.base_key is not None:
+        entry["previousName"] = diff.base_key.name
+    if diff.base_api_version and diff.head_api_version != diff.base_api_version:
+        entry["previousApiVersion"] = diff.base_api_version
+    return entry
+
+
+# --- text ------------------------------------------------------------------------------------
+
+_MARK = {
+    "added": "+",
+    "removed": "-",
+    "changed": "~",
+    "moved": ">",
+    "renamed": ">",
+    "error": "!",
+    "unchanged": " ",
+}
+_COLOUR = {"+": "32", "-": "31", "~": "33", ">": "36", "!": "31;1", "@": "36"}
+
+
+def render_text(review: Review, *, colour: bool = False) -> str:
+    """A terminal report: summary, warnings, failures, then every change."""
+    return "".join(line + "\n" for line in _text_lines(review, _painter(colour)))
+
+
+def _painter(colour: bool) -> Any:
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
+
+    return paint
+
+
+def _text_lines(review: Review, paint: Any) -> Iterator[str]:
+    totals = review.totals()
+    yield paint(f"reviewer diff: {review.base.short} → {review.head.short}", "1")
+    yield (
+        f"{totals['changed']} changed, {totals['added']} added, {totals['removed']} removed, "
+        f"{totals['failed']} failed, {totals['unchanged']} unchanged release(s)"
+    )
+    for warning in review.all_warnings:
+        yield paint(f"warning: {warning}", "33")
+    for failure in review.diff.head_errors:
+        yield paint(f"FAILED {failure.release or ''}: {failure.message}", "31;1")
+        if failure.reproduce:
+            yield f"  reproduce: {failure.reproduce}"
+    for release in review.changed_releases():
+        yield from _release_text(release, paint)
+
+
+def _release_text(release: ReleaseDiff, paint: Any) -> Iterator[str]:
+    mark = _MARK[release.status.value]
+    suffix = " (routine changes only)" if release.routine_only else ""
+    yield ""
+    yield paint(f"{mark} {release.id} [{release.status.value}]{suffix}", _COLOUR.get(mark, ""))
+    for error in (release.base_error, release.head_error):
+        if error:
+            yield paint(f"    {error}", "31")
+    for diff in release.resources:
+        yield from _resource_text(release, diff, paint)
+
+
+def _resource_text(release: ReleaseDiff, diff: ResourceDiff, paint: Any) -> Iterator[str]:
+    mark = _MARK[diff.status.value]
+    yield paint(f"  {mark} {_resource_title(release, diff)}", _COLOUR.get(mark, ""))
+    for line in diff.semantic_lines():
+        yield f"      {line}"
+    for line in diff.unified.splitlines():
+        yield "      " + paint(
+            line, _COLOUR.get(line[:1], "") if line[:3] not in ("+++", "---") else "1"
+        )
+    for item in diff.routine:
+        yield paint(f"      routine: {item}", "2")
+
+
+def _resource_title(release: ReleaseDiff, diff: ResourceDiff) -> str:
+    title = str(diff.key)
+    if diff.status is ResourceStatus.MOVED:
+        other = diff.base_release if diff.head_release == release.id else diff.head_release
+        direction = "from" if diff.head_release == release.id else "to"
+        title += f" (moved {direction} {other})"
+    elif diff.status is ResourceStatus.RENAMED and diff.base_key is not None:
+        title += f" (renamed from {diff.base_key.name})"
+    if (
+        diff.base_api_version
+        and diff.head_api_version
+        and (diff.base_api_version != diff.head_api_version)
+    ):
+        title += f" (apiVersion {diff.base_api_version} → {diff.head_api_version})"
+    return title
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+def _environment() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(_package_template)
+    environment = jinja2.Environment(
+        loader=loader,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    environment.filters["resource_title_for"] = _resource_title
+    environment.filters["fence"] = fence
+    return environment
+
+
+def _package_template(name: str) -> str:
+    return (
+        resources.files("reviewer")
+        .joinpath("report_templates")
+        .joinpath(name)
+        .read_text(encoding="utf-8")
+    )
+
+
+def fence(text: str) -> str:
+    """A code fence longer than any backtick run inside `text`, so the block cannot break."""
+    longest = 0
+    run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
+    """The Markdown report (also the body of the PR comment)."""
+    return _environment().get_template(template).render(review=review, mark=_MARK)
