@@ -659,10 +659,20 @@ def _failures(snapshot: Snapshot, side: Side) -> tuple[Failure, ...]:
     return tuple(found)
 
 
-def group_changes(releases: Iterable[ReleaseDiff]) -> tuple[ChangeGroup, ...]:
-    """Identical changes (status, kind, name and diff body) listed once with every owner.
+def _group_identity(diff: ResourceDiff) -> tuple[str, ...]:
+    key = diff.key
+    if diff.status is ResourceStatus.CHANGED and diff.changes and diff.dyff is None:
+        return (diff.status.value, key.group, key.kind, *(str(c) for c in diff.changes))
+    return (diff.status.value, key.group, key.kind, key.name, diff.body)
 
-    Routine-only diffs are left out: they are counted per release instead.
+
+def group_changes(releases: Iterable[ReleaseDiff]) -> tuple[ChangeGroup, ...]:
+    """Identical changes listed once with every (release, object) they apply to.
+
+    Changed objects group by kind and their path-level changes, so one value
+    edit that touches differently named objects in many releases shows once;
+    added and removed objects group by kind, name and diff body. Routine-only
+    diffs are left out: they are counted per release instead.
     """
     members: dict[tuple[str, ...], list[tuple[ReleaseId, ResourceKey]]] = {}
     examples: dict[tuple[str, ...], ResourceDiff] = {}
@@ -671,7 +681,7 @@ def group_changes(releases: Iterable[ReleaseDiff]) -> tuple[ChangeGroup, ...]:
             if diff.routine_only or diff.release != release.id:
                 continue
             key = diff.key
-            ident = (diff.status.value, key.group, key.kind, key.name, diff.body)
+            ident = _group_identity(diff)
             members.setdefault(ident, []).append((release.id, key))
             examples.setdefault(ident, diff)
     return tuple(

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from reviewer.diff import (
+    ChangeGroup,
     ReleaseDiff,
     ReleaseStatus,
     ResourceDiff,
@@ -64,6 +65,17 @@ class Review:
     def changed_releases(self) -> list[ReleaseDiff]:
         """Releases that are added, removed, changed or failed, in identity order."""
         return [r for r in self.diff.releases if r.status is not ReleaseStatus.UNCHANGED]
+
+    def repeated_changes(self) -> list[ChangeGroup]:
+        """Changes that apply identically to several objects: shown once, with their owners."""
+        return [group for group in self.diff.groups if len(group.members) > 1]
+
+    def repeat_number(self, release: ReleaseDiff, diff: ResourceDiff) -> int | None:
+        """The 1-based number of the repeated change this object diff belongs to, if any."""
+        for number, group in enumerate(self.repeated_changes(), start=1):
+            if (release.id, diff.key) in group.members and diff.status is group.status:
+                return number
+        return None
 
     def totals(self) -> dict[str, int]:
         """Release counts over the whole fleet."""
@@ -212,11 +224,24 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
         yield paint(f"FAILED {failure.release or ''}: {failure.message}", "31;1")
         if failure.reproduce:
             yield f"  reproduce: {failure.reproduce}"
+    yield from _repeated_text(review, paint)
     for release in review.changed_releases():
-        yield from _release_text(release, paint)
+        yield from _release_text(review, release, paint)
 
 
-def _release_text(release: ReleaseDiff, paint: Any) -> Iterator[str]:
+def _repeated_text(review: Review, paint: Any) -> Iterator[str]:
+    for number, group in enumerate(review.repeated_changes(), start=1):
+        mark = _MARK[group.status.value]
+        kind = f"{group.kind}.{group.group}" if group.group else group.kind
+        yield ""
+        title = f"{mark} [{number}] {kind}: the same change in {len(group.members)} objects"
+        yield paint(title, _COLOUR.get(mark, ""))
+        for release_id, key in group.members:
+            yield f"      {release_id}: {key}"
+        yield from _diff_lines(group.example, paint)
+
+
+def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[str]:
     mark = _MARK[release.status.value]
     suffix = " (routine changes only)" if release.routine_only else ""
     yield ""
@@ -225,12 +250,23 @@ def _release_text(release: ReleaseDiff, paint: Any) -> Iterator[str]:
         if error:
             yield paint(f"    {error}", "31")
     for diff in release.resources:
-        yield from _resource_text(release, diff, paint)
+        yield from _resource_text(review, release, diff, paint)
 
 
-def _resource_text(release: ReleaseDiff, diff: ResourceDiff, paint: Any) -> Iterator[str]:
+def _resource_text(
+    review: Review, release: ReleaseDiff, diff: ResourceDiff, paint: Any
+) -> Iterator[str]:
     mark = _MARK[diff.status.value]
-    yield paint(f"  {mark} {_resource_title(release, diff)}", _COLOUR.get(mark, ""))
+    title = f"  {mark} {_resource_title(release, diff)}"
+    number = review.repeat_number(release, diff)
+    if number is not None:
+        yield paint(f"{title}: repeated change [{number}]", _COLOUR.get(mark, ""))
+        return
+    yield paint(title, _COLOUR.get(mark, ""))
+    yield from _diff_lines(diff, paint)
+
+
+def _diff_lines(diff: ResourceDiff, paint: Any) -> Iterator[str]:
     for line in diff.semantic_lines():
         yield f"      {line}"
     for line in diff.unified.splitlines():
@@ -297,4 +333,6 @@ def fence(text: str) -> str:
 
 def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
     """The Markdown report (also the body of the PR comment)."""
-    return _environment().get_template(template).render(review=review, mark=_MARK)
+    environment = _environment()
+    environment.globals["repeat_number"] = review.repeat_number
+    return environment.get_template(template).render(review=review, mark=_MARK)

@@ -440,6 +440,17 @@ def test_identical_changes_across_releases_are_grouped() -> None:
     ]
 
 
+def test_the_same_value_change_on_differently_named_objects_is_one_group() -> None:
+    one, two = ReleaseId("eu/prod-1", "shop", "web"), ReleaseId("eu/prod-1", "shop", "api")
+    base = snap(release(one, deployment(name="web")), release(two, deployment(name="api")))
+    head = snap(
+        release(one, deployment(name="web", image="nginx:1.26")),
+        release(two, deployment(name="api", image="nginx:1.26")),
+    )
+    (group,) = diff_snapshots(base, head, options=BUILTIN).groups
+    assert [(rid, key.name) for rid, key in group.members] == [(two, "api"), (one, "web")]
+
+
 # --- errors --------------------------------------------------------------------------------------
 
 
