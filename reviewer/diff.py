@@ -34,7 +34,14 @@ from reviewer.semantic import (
     dyff_between,
     semantic_diff,
 )
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
+from reviewer.snapshot import (
+    WHOLE_DEPLOYMENT,
+    ReleaseId,
+    RenderedRelease,
+    Resource,
+    ResourceKey,
+    Snapshot,
+)
 
 DifferChoice = Literal["builtin", "dyff", "auto"]
 Differ = Literal["builtin", "dyff"]
@@ -566,6 +573,8 @@ def diff_snapshots(base: Snapshot, head: Snapshot, *, options: DiffOptions) -> S
     """Pair releases and objects of two snapshots and describe every difference."""
     settings = _Settings(options, resolve_differ(options.differ))
     old, new = base.by_id(), head.by_id()
+    old.update(_stand_ins(base, new))
+    new.update(_stand_ins(head, old))
     ids = sorted(old.keys() | new.keys())
     pairings = {rid: _pair_release(old.get(rid), new.get(rid)) for rid in ids}
     pairs = _find_moves(pairings)
@@ -582,6 +591,32 @@ def diff_snapshots(base: Snapshot, head: Snapshot, *, options: DiffOptions) -> S
         failures=_failures(base, Side.BASE) + _failures(head, Side.HEAD),
         differ=settings.differ,
     )
+
+
+def _stand_ins(
+    side: Snapshot, other: dict[ReleaseId, RenderedRelease]
+) -> dict[ReleaseId, RenderedRelease]:
+    """Failed stand-ins for releases hidden by a whole-deployment failure on `side`.
+
+    Without them, the releases of a deployment whose deployment.yaml broke would
+    look removed (or added) instead of unknown.
+    """
+    broken = {
+        (release.id.cluster, release.id.deployment): release
+        for release in side.releases
+        if release.id.release == WHOLE_DEPLOYMENT and release.error is not None
+    }
+    stand_ins: dict[ReleaseId, RenderedRelease] = {}
+    for rid, release in other.items():
+        failure = broken.get((rid.cluster, rid.deployment))
+        if failure is not None and rid.release != WHOLE_DEPLOYMENT:
+            stand_ins[rid] = RenderedRelease(
+                id=rid,
+                namespace=release.namespace,
+                error=f"not rendered: deployment {rid.deployment} failed as a whole",
+                reproduce=failure.reproduce,
+            )
+    return stand_ins
 
 
 def _collect(

@@ -13,7 +13,7 @@ from reviewer import yamlio
 from reviewer.engine import HelmEngine, RenderRequest
 from reviewer.errors import ReviewerError
 from reviewer.plan import Plan, PlanError, ReleasePlan
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.snapshot import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource, Snapshot
 
 Progress = Callable[[ReleasePlan], None]
 
@@ -36,7 +36,7 @@ def render_plan(
 
 def _failed_plan_entry(error: PlanError) -> RenderedRelease:
     return RenderedRelease(
-        id=ReleaseId(error.cluster, error.deployment, error.release or "*"),
+        id=ReleaseId(error.cluster, error.deployment, error.release or WHOLE_DEPLOYMENT),
         namespace="",
         error=error.message,
         reproduce=error.reproduce,

@@ -18,6 +18,8 @@ from reviewer import yamlio
 from reviewer.errors import ReviewerError
 
 INDEX_SCHEMA = "reviewer.snapshot/v1"
+WHOLE_DEPLOYMENT = "*"
+"""Release name of a failure that hit a deployment before its releases were known."""
 
 
 @dataclass(frozen=True, order=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,3 +112,44 @@ def received_values(snapshot: Snapshot, cluster: str, deployment: str, name: str
 
 def _ids(snapshot: Snapshot) -> list[str]:
     return [str(r.id) for r in snapshot.releases]
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in `root` with a fixed identity; returns stdout."""
+    identity = ["-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    done = subprocess.run(
+        ["git", "-C", str(root), *identity, *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+class GitRepo(Repo):
+    """A `Repo` under git: `commit()` records the current files on the current branch."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        root.mkdir(parents=True, exist_ok=True)
+        git(root, "init", "--quiet", "--initial-branch=main")
+
+    def commit(self, message: str = "change") -> str:
+        """Commit everything; returns the new SHA."""
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "--quiet", "--allow-empty", "-m", message)
+        return git(self.root, "rev-parse", "HEAD")
+
+    def remove(self, path: str) -> GitRepo:
+        """Delete a file or directory."""
+        target = self.root / path
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+        return self
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> GitRepo:
+    """A git repository with the values-dump chart and an `app` template, nothing committed."""
+    repo = GitRepo(tmp_path / "gitrepo")
+    repo.add_chart().add_template()
+    return repo
