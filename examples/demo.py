@@ -2,12 +2,14 @@
 
 Builds a throwaway git repository from `examples/fleet` (committed as `main`),
 applies `examples/demo-change.patch` to its working tree, and runs
-`reviewer diff --base main` on it. Extra arguments go to `reviewer diff`, e.g.
-`python3 examples/demo.py --format markdown`.
+`reviewer diff --base main` on it, with the example's public demo age key
+(`fleet/demo-age-key.txt`) unless a SOPS key is already configured. Extra
+arguments go to `reviewer diff`, e.g. `python3 examples/demo.py --format markdown`.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -37,7 +39,15 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="reviewer-demo-") as scratch:
         repo = build_demo_repo(Path(scratch) / "fleet")
         command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(repo), "--base", "main"]
-        return subprocess.run([*command, *argv], check=False).returncode
+        return subprocess.run([*command, *argv], check=False, env=_demo_env()).returncode
+
+
+def _demo_env() -> dict[str, str]:
+    """The environment, plus the example's public demo key unless a SOPS key is configured."""
+    env = dict(os.environ)
+    if not any(name.startswith("SOPS_AGE_KEY") for name in env):
+        env["SOPS_AGE_KEY_FILE"] = str(HERE / "fleet" / "demo-age-key.txt")
+    return env
 
 
 if __name__ == "__main__":

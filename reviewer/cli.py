@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import traceback
@@ -17,6 +18,13 @@ from reviewer.console import Console
 from reviewer.diff import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.side import Selection, SideOptions
+from reviewer.sops import KeylessMode
+
+_SECRETS_MODES = {
+    "auto": KeylessMode.FALLBACK,
+    "decrypt": KeylessMode.NEVER,
+    "keyless": KeylessMode.ALWAYS,
+}
 
 _REPO = click.argument(
     "repo", required=False, default=".", type=click.Path(exists=True, file_okay=False)
@@ -38,6 +46,14 @@ def _layout_options(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
     function = click.option(
         "--deployment", "deployments", multiple=True, help="Only this deployment. Repeatable."
+    )(function)
+    function = click.option(
+        "--secrets",
+        type=click.Choice(list(_SECRETS_MODES)),
+        default="auto",
+        show_default=True,
+        help="SOPS files: decrypt (fail without a key), keyless (placeholders, never "
+        "decrypt), auto (decrypt; placeholders when no key is usable).",
     )(function)
     return click.option(
         "--cluster",
@@ -62,12 +78,19 @@ def cli() -> None:
     type=click.Path(file_okay=False),
     help="Directory to write the rendered releases and index.json to.",
 )
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Write secret values in clear text (local debugging only; refused in CI).",
+)
 @_layout_options
 def render(
     repo: str,
     out: str,
+    no_redact: bool,
     clusters: tuple[str, ...],
     deployments: tuple[str, ...],
+    secrets: str,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -81,6 +104,9 @@ def render(
         options=options,
         definitions=definitions,
         templates=templates,
+        secrets=_SECRETS_MODES[secrets],
+        redact=not no_redact,
+        in_ci=_in_ci(),
     )
     sys.exit(render_cmd.run(args, Console()))
 
@@ -139,6 +165,7 @@ def diff(
     exit_code: bool,
     clusters: tuple[str, ...],
     deployments: tuple[str, ...],
+    secrets: str,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -163,8 +190,13 @@ def diff(
         context=context,
         differ=differ,
         exit_code=exit_code,
+        secrets=_SECRETS_MODES[secrets],
     )
     sys.exit(diff_cmd.run(args, Console()))
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true" or "GITHUB_ACTIONS" in os.environ
 
 
 def main(argv: Sequence[str] | None = None) -> None:

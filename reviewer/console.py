@@ -23,6 +23,8 @@ class Console:
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+    guard: Callable[[str, str], None] | None = None
+    """The leak guard every line passes before it is shown (set once secrets are known)."""
 
     def __post_init__(self) -> None:
         no_color = "NO_COLOR" in os.environ
@@ -38,20 +40,29 @@ class Console:
         """True when messages go to a terminal."""
         return self.err.isatty()
 
+    def check(self, text: str, location: str) -> None:
+        """Run the leak guard on `text` (raises naming `location`, never the value)."""
+        if self.guard is not None:
+            self.guard(text, location)
+
     def info(self, message: str) -> None:
         """A progress or summary line."""
+        self.check(message, "log")
         self.rich.print(message, markup=False)
 
     def error(self, message: str) -> None:
         """A failure line (red on a terminal)."""
+        self.check(message, "log")
         self.rich.print(message, style="red", markup=False)
 
     def warn(self, message: str) -> None:
         """A warning line (yellow on a terminal)."""
+        self.check(message, "log")
         self.rich.print(message, style="yellow", markup=False)
 
     def write(self, text: str) -> None:
         """Write a result to standard output."""
+        self.check(text, "output")
         self.out.write(text)
 
 

@@ -1,18 +1,26 @@
-"""One side of a review: discover → plan → render, for one repository checkout."""
+"""One side of a review: discover → plan → render → redact, for one repository checkout.
+
+Each side is planned twice when it uses SOPS: once with the real secrets (fed
+to Helm) and once with every secret leaf redacted before merging, so values
+derived in `.gotmpl` files are redacted too. Leaves that differ between the
+twins form the replacement map applied to the rendered objects.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import HelmEngine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import Plan, Planner
+from reviewer.redact import Redactor, redact_tree, replacement_map
 from reviewer.render import render_plan
-from reviewer.snapshot import Snapshot
-from reviewer.values import NoSecrets, SecretsLoader, ValuesLoader
+from reviewer.snapshot import RenderedRelease, Resource, Snapshot
+from reviewer.sops import SopsDecoder
+from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,74 @@ def plan_side(
     return planner.plan(select=options.selection)
 
 
+class _RedactedSecrets:
+    """The redacted twin of a secrets loader; remembers whether any SOPS file was read."""
+
+    def __init__(self, inner: SecretsLoader) -> None:
+        self.inner = inner
+        self.used = False
+
+    def load(self, path: Path, *, source: str) -> Values:
+        """The file's values with every leaf redacted (keyless placeholders stay readable)."""
+        self.used = True
+        if isinstance(self.inner, SopsDecoder):
+            decoded = self.inner.decode(path, source=source)
+            if decoded.keyless:
+                return decoded.values
+            return _redacted(decoded.values)
+        return _redacted(self.inner.load(path, source=source))
+
+
+def _redacted(values: Values) -> Values:
+    redacted: Values = redact_tree(values)
+    return redacted
+
+
+class _Recording:
+    """Passes loads through and records whether any SOPS file was read."""
+
+    def __init__(self, inner: SecretsLoader) -> None:
+        self.inner = inner
+        self.used = False
+
+    def load(self, path: Path, *, source: str) -> Values:
+        """The file's values, unchanged."""
+        self.used = True
+        return self.inner.load(path, source=source)
+
+
+@dataclass
+class PlannedSide:
+    """A side's plan (real values) and the replacement map its secrets produce."""
+
+    plan: Plan
+    replacements: dict[str, str] = field(default_factory=dict)
+
+
+def plan_twins(
+    root: Path,
+    *,
+    options: SideOptions,
+    renderer: TemplateRenderer,
+    secrets: SecretsLoader | None = None,
+) -> PlannedSide:
+    """Plan with real secrets and, when any were read, with redacted ones; diff the twins."""
+    recording = _Recording(secrets or NoSecrets())
+    real = plan_side(root, options=options, renderer=renderer, secrets=recording)
+    if not recording.used:
+        return PlannedSide(real)
+    twin = plan_side(
+        root, options=options, renderer=renderer, secrets=_RedactedSecrets(recording.inner)
+    )
+    redacted = {release.id: release for release in twin.releases}
+    replacements: dict[str, str] = {}
+    for release in real.releases:
+        other = redacted.get(release.id)
+        if other is not None:
+            replacements.update(replacement_map(release.values, other.values))
+    return PlannedSide(real, replacements)
+
+
 def render_side(
     root: Path,
     *,
@@ -61,7 +137,36 @@ def render_side(
     engine: HelmEngine,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
-) -> Snapshot:
-    """Plan and render one checkout into a snapshot."""
-    plan = plan_side(root, options=options, renderer=renderer, secrets=secrets)
-    return render_plan(plan, root=root, engine=engine)
+) -> tuple[Snapshot, dict[str, str]]:
+    """Plan and render one checkout: the unredacted snapshot and its replacement map."""
+    planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
+    return render_plan(planned.plan, root=root, engine=engine), planned.replacements
+
+
+def keyless_warning(sources: list[str]) -> str | None:
+    """The report line saying secrets were not decrypted, if any were not."""
+    if not sources:
+        return None
+    return (
+        f"secrets were not decrypted (no usable SOPS key) in {len(sources)} file(s): "
+        "secret values render as placeholders and their changes are not visible"
+    )
+
+
+def redact_snapshot(snapshot: Snapshot, redactor: Redactor) -> Snapshot:
+    """A copy of `snapshot` with every object and error message redacted."""
+    return Snapshot(
+        releases=[_redact_release(release, redactor) for release in snapshot.releases],
+        errors=[redactor.redact_text(error) for error in snapshot.errors],
+        warnings=list(snapshot.warnings),
+    )
+
+
+def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRelease:
+    resources = [
+        Resource.from_body(redactor.redact_manifest(resource.body), source=resource.source)
+        for resource in release.resources
+    ]
+    error = redactor.redact_text(release.error) if release.error is not None else None
+    labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
+    return replace(release, resources=resources, error=error, labels=labels)

@@ -102,7 +102,9 @@ class Snapshot:
 
     releases: list[RenderedRelease] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    """Failures that belong to no single release (e.g. an invalid deployment.yaml)."""
+    """Failures that belong to no single release."""
+    warnings: list[str] = field(default_factory=list)
+    """Things the reader must know, e.g. that secrets were not decrypted."""
 
     def by_id(self) -> dict[ReleaseId, RenderedRelease]:
         """Releases keyed by identity."""
@@ -203,6 +205,7 @@ def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
         "schema": INDEX_SCHEMA,
         "releases": [index_entry(release) for release in snapshot.releases],
         "errors": snapshot.errors,
+        "warnings": snapshot.warnings,
     }
     text = json.dumps(index, indent=2, sort_keys=False) + "\n"
     guard(text, "index.json")

@@ -16,6 +16,7 @@ from reviewer.engine import EmbeddedEngine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.side import SideOptions, render_side
 from reviewer.snapshot import ReleaseId, RenderedRelease, Snapshot
+from reviewer.values import SecretsLoader
 
 # A chart whose only object is a ConfigMap holding the `.Values` Helm received,
 # so tests assert on what was rendered, not on internals.
@@ -79,14 +80,18 @@ class Repo:
         default = f"releases:\n  - name: app\n    chart: {depth}charts/dump\n"
         return self.write(f"templates/{name}/helmfile.yaml.gotmpl", text or default)
 
-    def render(self, options: SideOptions | None = None) -> Snapshot:
-        """Render every release in-process with the embedded engine."""
-        return render_side(
+    def render(
+        self, options: SideOptions | None = None, secrets: SecretsLoader | None = None
+    ) -> Snapshot:
+        """Render every release in-process with the embedded engine (not redacted)."""
+        snapshot, _ = render_side(
             self.root,
             options=options or SideOptions(),
             engine=EmbeddedEngine(),
             renderer=TemplateRenderer(),
+            secrets=secrets,
         )
+        return snapshot
 
 
 @pytest.fixture

@@ -224,9 +224,11 @@ def _demo_module() -> Any:
 
 
 def test_demonstration_change_json_report_field_by_field(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = _demo_module().build_demo_repo(tmp_path / "fleet")
+    demo = _demo_module()
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(demo.HERE / "fleet" / "demo-age-key.txt"))
+    repo = demo.build_demo_repo(tmp_path / "fleet")
     code, out, _ = run_diff(["--repo", str(repo), "--base", "main", "--format", "json"], capsys)
     assert code == ExitStatus.OK
     report = json.loads(out)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Repo, release
+
+from reviewer.snapshot import Snapshot
+from reviewer.sops import KeylessMode, SopsDecoder
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 
 
-def test_example_fleet_renders_every_release() -> None:
-    snapshot = Repo(EXAMPLE).render()
+@pytest.fixture
+def snapshot(monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+    """The example rendered with its public demo key (secrets decrypted, not redacted)."""
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    return Repo(EXAMPLE).render(secrets=SopsDecoder(keyless=KeylessMode.NEVER))
+
+
+def test_example_fleet_renders_every_release(snapshot: Snapshot) -> None:
     assert snapshot.failed == []
     clusters = {r.id.cluster for r in snapshot.releases}
     assert clusters == {
@@ -25,8 +35,7 @@ def test_example_fleet_renders_every_release() -> None:
     assert {"Deployment", "Service", "Ingress", "ConfigMap", "Secret", "StatefulSet"} <= kinds
 
 
-def test_example_layering_is_visible_in_rendered_objects() -> None:
-    snapshot = Repo(EXAMPLE).render()
+def test_example_layering_is_visible_in_rendered_objects(snapshot: Snapshot) -> None:
 
     def replicas(cluster: str) -> int:
         storefront = release(snapshot, cluster, "shop", "storefront-web")
@@ -40,3 +49,6 @@ def test_example_layering_is_visible_in_rendered_objects() -> None:
     payments = release(snapshot, "production/eu-west", "payments", "web-payments")
     assert payments.namespace == "payments-pci"
     assert release(snapshot, "sandbox", "playground", "redis").chart == "redis-lite"
+    # The production group's SOPS file reaches the charts (decrypted, before redaction).
+    secret = next(r for r in payments.resources if r.key.kind == "Secret")
+    assert set(secret.body["data"]) == {"DATABASE_PASSWORD", "DATABASE_URL", "STRIPE_API_KEY"}

@@ -14,8 +14,10 @@ from reviewer.diff import DifferChoice, DiffOptions, diff_snapshots
 from reviewer.engine import EmbeddedEngine
 from reviewer.errors import ExitStatus
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.side import SideOptions, render_side
+from reviewer.redact import Redactor
+from reviewer.side import SideOptions, keyless_warning, redact_snapshot, render_side
 from reviewer.snapshot import Snapshot
+from reviewer.sops import KeylessMode, SopsDecoder
 
 FORMATS = ("text", "markdown", "json")
 
@@ -37,6 +39,7 @@ class DiffArgs:
     context: int
     differ: DifferChoice
     exit_code: bool
+    secrets: KeylessMode = KeylessMode.FALLBACK
 
 
 def run(args: DiffArgs, console: Console) -> ExitStatus:
@@ -61,18 +64,25 @@ def _review(sides: Sides, args: DiffArgs, console: Console) -> report.Review:
     )
     options = replace(args.options, layout=layout)
     renderer = TemplateRenderer()
+    decoder = SopsDecoder(keyless=args.secrets)
     engine = EmbeddedEngine()
     try:
-        base = _render(sides.base, options, engine, renderer, console)
-        head = _render(sides.head, options, engine, renderer, console)
+        base, base_map = _render(sides.base, options, engine, renderer, decoder, console)
+        head, head_map = _render(sides.head, options, engine, renderer, decoder, console)
     finally:
         engine.close()
+    # Both sides are redacted with the union of their maps: a secret that the
+    # change removes must not leak through the baseline, nor a new one through head.
+    redactor = Redactor({**base_map, **head_map})
+    base, head = redact_snapshot(base, redactor), redact_snapshot(head, redactor)
+    console.guard = redactor.guard().check
     diff_options = DiffOptions(context=args.context, differ=args.differ, noise=settings.noise)
+    warning = keyless_warning(decoder.keyless_sources)
     return report.Review(
         base=report.SideInfo(sides.base.ref, sides.base.sha),
         head=report.SideInfo(sides.head.ref, sides.head.sha),
         diff=diff_snapshots(base, head, options=diff_options),
-        warnings=sides.warnings,
+        warnings=sides.warnings + ((warning,) if warning else ()),
     )
 
 
@@ -81,10 +91,13 @@ def _render(
     options: SideOptions,
     engine: EmbeddedEngine,
     renderer: TemplateRenderer,
+    decoder: SopsDecoder,
     console: Console,
-) -> Snapshot:
+) -> tuple[Snapshot, dict[str, str]]:
     console.info(f"rendering {side.label}: {side.ref}")
-    return render_side(side.root, options=options, engine=engine, renderer=renderer)
+    return render_side(
+        side.root, options=options, engine=engine, renderer=renderer, secrets=decoder
+    )
 
 
 def _write(review: report.Review, args: DiffArgs, console: Console) -> None:
@@ -95,6 +108,7 @@ def _write(review: report.Review, args: DiffArgs, console: Console) -> None:
         text = report.render_markdown(review)
     else:
         text = report.render_text(review, colour=colour)
+    console.check(text, str(args.output or "report"))
     if args.output is None:
         console.write(text)
     else:

@@ -9,10 +9,12 @@ from reviewer import config as config_mod
 from reviewer import snapshot as snapshot_mod
 from reviewer.console import Console, progress_bar
 from reviewer.engine import EmbeddedEngine
-from reviewer.errors import ExitStatus
+from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.redact import Redactor
 from reviewer.render import render_plan
-from reviewer.side import SideOptions, plan_side
+from reviewer.side import SideOptions, keyless_warning, plan_twins, redact_snapshot
+from reviewer.sops import KeylessMode, SopsDecoder
 
 
 @dataclass(frozen=True)
@@ -24,31 +26,50 @@ class RenderArgs:
     options: SideOptions
     definitions: str | None = None
     templates: str | None = None
+    secrets: KeylessMode = KeylessMode.FALLBACK
+    redact: bool = True
+    in_ci: bool = False
 
 
 def run(args: RenderArgs, console: Console) -> ExitStatus:
     """Render, write the snapshot, print failures; non-zero when any release failed."""
+    if not args.redact and args.in_ci:
+        raise ReviewerError("--no-redact is refused in CI: rendered output would expose secrets")
     layout = config_mod.with_overrides(
         config_mod.load(args.repo), definitions=args.definitions, templates=args.templates
     )
     options = replace(args.options, layout=layout)
-    renderer = TemplateRenderer()
+    decoder = SopsDecoder(keyless=args.secrets)
+    planned = plan_twins(args.repo, options=options, renderer=TemplateRenderer(), secrets=decoder)
     engine = EmbeddedEngine()
-    plan = plan_side(args.repo, options=options, renderer=renderer)
-    total = len(plan.releases)
     try:
-        with progress_bar(console, total=total, label="rendering") as advance:
+        with progress_bar(console, total=len(planned.plan.releases), label="rendering") as advance:
             snapshot = render_plan(
-                plan, root=args.repo, engine=engine, progress=lambda _: advance()
+                planned.plan, root=args.repo, engine=engine, progress=lambda _: advance()
             )
     finally:
         engine.close()
-    snapshot_mod.write(snapshot, args.out)
+    warning = keyless_warning(decoder.keyless_sources)
+    snapshot.warnings += [warning] if warning else []
+    if args.redact:
+        redactor = Redactor(planned.replacements)
+        snapshot = redact_snapshot(snapshot, redactor)
+        console.guard = redactor.guard().check
+        snapshot_mod.write(snapshot, args.out, guard=console.guard)
+    else:
+        console.warn("--no-redact: secret values are written in clear text")
+        snapshot_mod.write(snapshot, args.out)
+    return _summary(snapshot, args.out, console)
+
+
+def _summary(snapshot: snapshot_mod.Snapshot, out: Path, console: Console) -> ExitStatus:
+    for warning in snapshot.warnings:
+        console.warn(f"warning: {warning}")
     failed = snapshot.failed
-    rendered = len(snapshot.releases) - len(failed)
     for release in failed:
         console.error(f"FAILED {release.id}: {release.error}")
         if release.reproduce:
             console.error(f"  reproduce: {release.reproduce}")
-    console.info(f"{rendered} release(s) rendered, {len(failed)} failed → {args.out}")
+    rendered = len(snapshot.releases) - len(failed)
+    console.info(f"{rendered} release(s) rendered, {len(failed)} failed → {out}")
     return ExitStatus.RENDER_FAILED if failed else ExitStatus.OK
