@@ -388,3 +388,22 @@ def test_property_no_secret_reaches_any_output(
     assert str(number) not in text
     if done.value.code == ExitStatus.OK:
         assert "visible-value" in text
+
+
+def test_tampered_sops_file_fails_only_its_deployment(
+    secret_repo: Repo, age_key: AgeIdentity, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret_repo.write("deployments/c/apps/other/deployment.yaml", "apps: [{template: svc}]\n")
+    path = secret_repo.root / "deployments/c/apps/d/values.sops.yaml"
+    text = path.read_text()
+    start = text.index("data:") + len("data:")
+    flipped = "A" if text[start] != "A" else "B"
+    path.write_text(text[:start] + flipped + text[start + 1 :])
+    code, _ = render_out(secret_repo, tmp_path / "out")
+    assert code == ExitStatus.RENDER_FAILED
+    index = json.loads((tmp_path / "out/index.json").read_text())
+    status = {(r["deployment"], r["release"]): r["status"] for r in index["releases"]}
+    assert status == {("d", "*"): "error", ("other", "svc"): "rendered"}
+    error = next(r["error"] for r in index["releases"] if r["deployment"] == "d")
+    assert "deployments/c/apps/d/values.sops.yaml: cannot decrypt" in error
+    assert "hunter2" not in error + capsys.readouterr().err
