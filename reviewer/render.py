@@ -88,7 +88,7 @@ def manifests(rendered: dict[str, str], *, source: str) -> list[Resource]:
         base = posixpath.basename(template)
         if base == "NOTES.txt" or base.startswith("_"):
             continue
-        for body in yamlio.load_documents(rendered[template], source=template):
+        for body in yamlio.load_documents(rendered[template], source=template, cache=False):
             resources.append(Resource.from_body(body, source=template))
     resources.sort(key=lambda r: r.key)
     return resources

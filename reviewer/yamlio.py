@@ -8,6 +8,7 @@ may hold secrets.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from pathlib import Path
@@ -29,26 +30,63 @@ _LINE = re.compile(r"line (\d+): (.*)")
 _YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
 
 
-def _parse_error(source: str, detail: str, first_line: int) -> ConfigError:
+class _ParseFailure(Exception):
+    """A parse failure without a file name (added by the caller)."""
+
+    def __init__(self, problem: str, line: int | None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+
+
+def _failure(detail: str, first_line: int) -> _ParseFailure:
+    if "cannot unmarshal" in detail:
+        return _ParseFailure("expected a mapping at the top level", first_line)
     found = _LINE.search(detail)
     if found is None:
-        return ConfigError(source, "malformed YAML")
+        return _ParseFailure("malformed YAML", None)
     line = int(found.group(1)) + first_line - 1
-    return ConfigError(source, f"malformed YAML: {found.group(2).strip()}", line=line)
+    return _ParseFailure(f"malformed YAML: {found.group(2).strip()}", line)
 
 
-def _parse_document(text: str, *, source: str, first_line: int = 1) -> dict[str, Any]:
+def _parse_document(text: str, first_line: int) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
         parsed: dict[str, Any] = helm_python.values_from_yaml(text)
     except helm_python.HelmError as exc:
-        if "cannot unmarshal" in str(exc):
-            raise ConfigError(
-                source, "expected a mapping at the top level", line=first_line
-            ) from None
-        raise _parse_error(source, str(exc), first_line) from None
+        raise _failure(str(exc), first_line) from None
     return parsed
+
+
+# Fleets read the same files (global values, templates) once per deployment and
+# per side; parsing each distinct text once is most of the planning time saved.
+# Callers treat the returned documents as read-only.
+def _parse_stream(text: str) -> tuple[dict[str, Any], ...]:
+    documents: list[dict[str, Any]] = []
+    start = 0
+    line = 1
+    for separator in _DOCUMENT_SEPARATOR.finditer(text):
+        chunk = text[start : separator.start()]
+        documents.append(_parse_document(chunk, line))
+        line += chunk.count("\n")
+        start = separator.end()
+    documents.append(_parse_document(text[start:], line))
+    return tuple(doc for doc in documents if doc)
+
+
+_parse_cached = functools.lru_cache(maxsize=16384)(_parse_stream)
+
+
+def load_documents(text: str, *, source: str, cache: bool = True) -> list[dict[str, Any]]:
+    """Parse every mapping document of a YAML stream; empty documents are dropped.
+
+    `cache=False` for texts seen once (rendered manifests), so they do not fill the cache.
+    """
+    try:
+        return list(_parse_cached(text) if cache else _parse_stream(text))
+    except _ParseFailure as failure:
+        raise ConfigError(source, failure.problem, line=failure.line) from None
 
 
 def load_mapping(text: str, *, source: str) -> dict[str, Any]:
@@ -57,20 +95,6 @@ def load_mapping(text: str, *, source: str) -> dict[str, Any]:
     if len(documents) > 1:
         raise ConfigError(source, "expected one YAML document, found several")
     return documents[0] if documents else {}
-
-
-def load_documents(text: str, *, source: str) -> list[dict[str, Any]]:
-    """Parse every mapping document of a YAML stream; empty documents are dropped."""
-    documents: list[dict[str, Any]] = []
-    start = 0
-    line = 1
-    for separator in _DOCUMENT_SEPARATOR.finditer(text):
-        chunk = text[start : separator.start()]
-        documents.append(_parse_document(chunk, source=source, first_line=line))
-        line += chunk.count("\n")
-        start = separator.end()
-    documents.append(_parse_document(text[start:], source=source, first_line=line))
-    return [doc for doc in documents if doc]
 
 
 def read_text(path: Path, *, source: str) -> str:
