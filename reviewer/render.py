@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reviewer import yamlio
+from reviewer.charts import ChartError, ChartFetcher
 from reviewer.engine import HelmEngine, RenderRequest
 from reviewer.errors import ReviewerError
 from reviewer.plan import Plan, PlanError, ReleasePlan
@@ -23,12 +24,17 @@ def _no_progress(release: ReleasePlan) -> None:
 
 
 def render_plan(
-    plan: Plan, *, root: Path, engine: HelmEngine, progress: Progress = _no_progress
+    plan: Plan,
+    *,
+    root: Path,
+    engine: HelmEngine,
+    fetcher: ChartFetcher,
+    progress: Progress = _no_progress,
 ) -> Snapshot:
     """Render every planned release; planning errors are carried over as failed entries."""
     releases = [_failed_plan_entry(error) for error in plan.errors]
     for release in plan.releases:
-        releases.append(render_release(release, root=root, engine=engine))
+        releases.append(render_release(release, root=root, engine=engine, fetcher=fetcher))
         progress(release)
     releases.sort(key=lambda r: r.id)
     return Snapshot(releases=releases)
@@ -43,7 +49,9 @@ def _failed_plan_entry(error: PlanError) -> RenderedRelease:
     )
 
 
-def render_release(release: ReleasePlan, *, root: Path, engine: HelmEngine) -> RenderedRelease:
+def render_release(
+    release: ReleasePlan, *, root: Path, engine: HelmEngine, fetcher: ChartFetcher
+) -> RenderedRelease:
     """Render one release; any failure is recorded on the result, never raised."""
     result = RenderedRelease(
         id=release.id,
@@ -54,7 +62,7 @@ def render_release(release: ReleasePlan, *, root: Path, engine: HelmEngine) -> R
         reproduce=release.reproduce,
     )
     try:
-        chart = _local_chart(release, root)
+        chart = fetcher.fetch(release.chart, release.version, root=root)
         info = engine.chart_info(chart)
         result.chart, result.version = info.name, info.version
         rendered = engine.render(
@@ -68,17 +76,10 @@ def render_release(release: ReleasePlan, *, root: Path, engine: HelmEngine) -> R
         )
         result.resources = manifests(rendered, source=release.template_file)
     except ReviewerError as error:
-        result.error = f"{release.template_file}: chart {release.chart.ref}: {error.render()}"
+        # A ChartError names the chart reference itself.
+        which = "" if isinstance(error, ChartError) else f"chart {release.chart.ref}: "
+        result.error = f"{release.template_file}: {which}{error.render()}"
     return result
-
-
-def _local_chart(release: ReleasePlan, root: Path) -> Path:
-    if release.chart.local is None:
-        raise ReviewerError(
-            f"remote chart '{release.chart.ref}' cannot be fetched yet; "
-            "only local chart directories and .tgz archives are supported"
-        )
-    return root / release.chart.local
 
 
 def manifests(rendered: dict[str, str], *, source: str) -> list[Resource]:

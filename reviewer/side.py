@@ -8,12 +8,14 @@ twins form the replacement map applied to the rendered objects.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reviewer.charts import ChartFetcher
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
-from reviewer.engine import HelmEngine
+from reviewer.engine import HelmEngine, make_engine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import Plan, Planner
 from reviewer.redact import Redactor, redact_tree, replacement_map
@@ -44,6 +46,27 @@ class SideOptions:
     layout: Layout = field(default_factory=Layout)
     selection: Selection = field(default_factory=Selection)
     display_root: str = "."
+
+
+@dataclass(frozen=True)
+class Tooling:
+    """Which Helm engine renders and where charts come from."""
+
+    helm_engine: str = "embedded"
+    helm_binary: Path | None = None
+    cache_dir: Path | None = None
+    offline: bool = False
+
+
+@contextmanager
+def open_tooling(tooling: Tooling) -> Iterator[tuple[HelmEngine, ChartFetcher]]:
+    """The engine and the chart fetcher for one run (shared by both sides), closed after."""
+    engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
+    try:
+        with ChartFetcher(cache_dir=tooling.cache_dir, offline=tooling.offline) as fetcher:
+            yield engine, fetcher
+    finally:
+        engine.close()
 
 
 def plan_side(
@@ -135,12 +158,14 @@ def render_side(
     *,
     options: SideOptions,
     engine: HelmEngine,
+    fetcher: ChartFetcher,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
 ) -> tuple[Snapshot, dict[str, str]]:
     """Plan and render one checkout: the unredacted snapshot and its replacement map."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
-    return render_plan(planned.plan, root=root, engine=engine), planned.replacements
+    snapshot = render_plan(planned.plan, root=root, engine=engine, fetcher=fetcher)
+    return snapshot, planned.replacements
 
 
 def keyless_warning(sources: list[str]) -> str | None:

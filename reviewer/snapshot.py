@@ -18,6 +18,9 @@ from reviewer import yamlio
 from reviewer.errors import ReviewerError
 
 INDEX_SCHEMA = "reviewer.snapshot/v1"
+# `<chart>/crds/x.yaml` or `<chart>/charts/<sub>/crds/x.yaml`; a templated
+# `templates/crds/x.yaml` is an ordinary template.
+_CRDS_DIR = re.compile(r"^[^/]+(?:/charts/[^/]+)*/crds/")
 WHOLE_DEPLOYMENT = "*"
 """Release name of a failure that hit a deployment before its releases were known."""
 
@@ -71,6 +74,11 @@ class Resource:
             name=str(metadata.get("name") or ""),
         )
         return cls(key=key, api_version=api_version, body=yamlio.normalize(body), source=source)
+
+    @property
+    def from_crds(self) -> bool:
+        """Shipped in a chart's crds/ directory (rendered as with --include-crds)."""
+        return _CRDS_DIR.match(self.source) is not None
 
     def text(self) -> str:
         """The normalized YAML of this object."""
@@ -171,6 +179,7 @@ def index_entry(release: RenderedRelease) -> dict[str, Any]:
         "labels": release.labels,
         "status": release.status,
         "resources": len(release.resources),
+        "crds": [r.key.name for r in release.resources if r.from_crds],
         "error": release.error,
         "reproduce": release.reproduce,
     }

@@ -69,6 +69,13 @@ class Repository:
     url: str
     oci: bool = False
 
+    @property
+    def location(self) -> str:
+        """The URL with its scheme: helmfile writes `oci: true` repositories without one."""
+        if self.oci and not self.url.startswith("oci://"):
+            return f"oci://{self.url}"
+        return self.url
+
 
 @dataclass(frozen=True)
 class ReleaseSpec:
@@ -274,7 +281,7 @@ def _chart(
         return ChartRef(ref=ref, repository=ref)
     first = ref.split("/", 1)[0]
     if not ref.startswith(("./", "../", "/")) and first in repositories and "/" in ref:
-        return ChartRef(ref=ref, repository=repositories[first].url)
+        return ChartRef(ref=ref, repository=repositories[first].location)
     local = inside(root, template_dir, ref, file=source, field=where)
     if not (root / local).exists():
         raise ConfigError(
@@ -298,7 +305,15 @@ def _repositories(raw: Any, *, source: str) -> dict[str, Repository]:
             raise ConfigError(source, "must be a map with 'name' and 'url'", field=where)
         name = _required_string(item, "name", source, where)
         url = _required_string(item, "url", source, where)
-        found[name] = Repository(name=name, url=url, oci=bool(item.get("oci", False)))
+        oci = bool(item.get("oci", False))
+        if not oci and not url.startswith(("http://", "https://", "oci://")):
+            raise ConfigError(
+                source,
+                f"'{url}' is not an http(s):// or oci:// URL",
+                field=f"{where}.url",
+                hint="set 'oci: true' for an OCI registry given without a scheme",
+            )
+        found[name] = Repository(name=name, url=url, oci=oci or url.startswith("oci://"))
     return found
 
 

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from reviewer import yamlio
-from reviewer.engine import EmbeddedEngine
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.side import SideOptions, render_side
+from reviewer.side import SideOptions, Tooling, open_tooling, render_side
 from reviewer.snapshot import ReleaseId, RenderedRelease, Snapshot
 from reviewer.values import SecretsLoader
 
@@ -84,13 +83,15 @@ class Repo:
         self, options: SideOptions | None = None, secrets: SecretsLoader | None = None
     ) -> Snapshot:
         """Render every release in-process with the embedded engine (not redacted)."""
-        snapshot, _ = render_side(
-            self.root,
-            options=options or SideOptions(),
-            engine=EmbeddedEngine(),
-            renderer=TemplateRenderer(),
-            secrets=secrets,
-        )
+        with open_tooling(Tooling()) as (engine, fetcher):
+            snapshot, _ = render_side(
+                self.root,
+                options=options or SideOptions(),
+                engine=engine,
+                fetcher=fetcher,
+                renderer=TemplateRenderer(),
+                secrets=secrets,
+            )
         return snapshot
 
 

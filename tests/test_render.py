@@ -137,6 +137,7 @@ def test_render_command_writes_one_normalized_file_per_object(fleet: Repo, tmp_p
         },
         "status": "rendered",
         "resources": 3,
+        "crds": [],
         "error": None,
         "reproduce": entry["reproduce"],
     }
@@ -241,3 +242,41 @@ def test_output_directory_is_replaced_but_foreign_directories_are_refused(
         main(["render", str(fleet.root), "--out", str(fresh), "--cluster", "c1"])
     assert main_exit == [0, 0]
     assert not (fresh / "stale.yaml").exists()
+
+
+def test_crds_are_rendered_and_marked(repo: Repo, tmp_path: Path) -> None:
+    repo.write(
+        "charts/dump/crds/widgets.yaml",
+        """\
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata: {name: widgets.example.com}
+        spec: {group: example.com, names: {kind: Widget, plural: widgets}, scope: Namespaced}
+        """,
+    )
+    repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: app}]\n")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit):
+        main(["render", str(repo.root), "--out", str(out)])
+    (entry,) = json.loads((out / "index.json").read_text())["releases"]
+    assert entry["crds"] == ["widgets.example.com"]
+    assert (out / "c/a/app/customresourcedefinition-widgets.example.com.yaml").is_file()
+
+
+def test_unreachable_repository_fails_only_its_release(repo: Repo, tmp_path: Path) -> None:
+    repo.add_template(
+        "remote",
+        "repositories: [{name: gone, url: http://127.0.0.1:9}]\n"
+        "releases: [{name: remote, chart: gone/thing, version: 1.0.0}]\n",
+    )
+    repo.write(
+        "deployments/c/apps/a/deployment.yaml", "apps: [{template: app}, {template: remote}]\n"
+    )
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(repo.root), "--out", str(out), "--cache-dir", str(tmp_path / "cache")])
+    assert done.value.code == ExitStatus.RENDER_FAILED
+    index = {e["release"]: e for e in json.loads((out / "index.json").read_text())["releases"]}
+    assert index["app"]["status"] == "rendered"
+    assert index["remote"]["status"] == "error"
+    assert "chart 'gone/thing': repository unreachable" in index["remote"]["error"]

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import config as config_mod
 from reviewer import report
+from reviewer.charts import ChartFetcher
 from reviewer.checkout import Side, Sides, directory_sides, git_sides
 from reviewer.console import Console
 from reviewer.diff import DifferChoice, DiffOptions, diff_snapshots
-from reviewer.engine import EmbeddedEngine
+from reviewer.engine import HelmEngine
 from reviewer.errors import ExitStatus
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
-from reviewer.side import SideOptions, keyless_warning, redact_snapshot, render_side
+from reviewer.side import (
+    SideOptions,
+    Tooling,
+    keyless_warning,
+    open_tooling,
+    redact_snapshot,
+    render_side,
+)
 from reviewer.snapshot import Snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 
@@ -40,6 +48,7 @@ class DiffArgs:
     differ: DifferChoice
     exit_code: bool
     secrets: KeylessMode = KeylessMode.FALLBACK
+    tooling: Tooling = field(default_factory=Tooling)
 
 
 def run(args: DiffArgs, console: Console) -> ExitStatus:
@@ -65,12 +74,10 @@ def _review(sides: Sides, args: DiffArgs, console: Console) -> report.Review:
     options = replace(args.options, layout=layout)
     renderer = TemplateRenderer()
     decoder = SopsDecoder(keyless=args.secrets)
-    engine = EmbeddedEngine()
-    try:
-        base, base_map = _render(sides.base, options, engine, renderer, decoder, console)
-        head, head_map = _render(sides.head, options, engine, renderer, decoder, console)
-    finally:
-        engine.close()
+    with open_tooling(args.tooling) as (engine, fetcher):
+        render = Renderer(options, engine, fetcher, renderer, decoder)
+        base, base_map = render.side(sides.base, console)
+        head, head_map = render.side(sides.head, console)
     # Both sides are redacted with the union of their maps: a secret that the
     # change removes must not leak through the baseline, nor a new one through head.
     redactor = Redactor({**base_map, **head_map})
@@ -86,18 +93,27 @@ def _review(sides: Sides, args: DiffArgs, console: Console) -> report.Review:
     )
 
 
-def _render(
-    side: Side,
-    options: SideOptions,
-    engine: EmbeddedEngine,
-    renderer: TemplateRenderer,
-    decoder: SopsDecoder,
-    console: Console,
-) -> tuple[Snapshot, dict[str, str]]:
-    console.info(f"rendering {side.label}: {side.ref}")
-    return render_side(
-        side.root, options=options, engine=engine, renderer=renderer, secrets=decoder
-    )
+@dataclass(frozen=True)
+class Renderer:
+    """What both sides of one diff are rendered with (caches are shared)."""
+
+    options: SideOptions
+    engine: HelmEngine
+    fetcher: ChartFetcher
+    templates: TemplateRenderer
+    decoder: SopsDecoder
+
+    def side(self, side: Side, console: Console) -> tuple[Snapshot, dict[str, str]]:
+        """Render one side: its unredacted snapshot and replacement map."""
+        console.info(f"rendering {side.label}: {side.ref}")
+        return render_side(
+            side.root,
+            options=self.options,
+            engine=self.engine,
+            fetcher=self.fetcher,
+            renderer=self.templates,
+            secrets=self.decoder,
+        )
 
 
 def _write(review: report.Review, args: DiffArgs, console: Console) -> None:

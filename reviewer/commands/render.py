@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import config as config_mod
 from reviewer import snapshot as snapshot_mod
 from reviewer.console import Console, progress_bar
-from reviewer.engine import EmbeddedEngine
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
 from reviewer.render import render_plan
-from reviewer.side import SideOptions, keyless_warning, plan_twins, redact_snapshot
+from reviewer.side import (
+    SideOptions,
+    Tooling,
+    keyless_warning,
+    open_tooling,
+    plan_twins,
+    redact_snapshot,
+)
 from reviewer.sops import KeylessMode, SopsDecoder
 
 
@@ -27,6 +33,7 @@ class RenderArgs:
     definitions: str | None = None
     templates: str | None = None
     secrets: KeylessMode = KeylessMode.FALLBACK
+    tooling: Tooling = field(default_factory=Tooling)
     redact: bool = True
     in_ci: bool = False
 
@@ -41,14 +48,18 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     options = replace(args.options, layout=layout)
     decoder = SopsDecoder(keyless=args.secrets)
     planned = plan_twins(args.repo, options=options, renderer=TemplateRenderer(), secrets=decoder)
-    engine = EmbeddedEngine()
-    try:
-        with progress_bar(console, total=len(planned.plan.releases), label="rendering") as advance:
-            snapshot = render_plan(
-                planned.plan, root=args.repo, engine=engine, progress=lambda _: advance()
-            )
-    finally:
-        engine.close()
+    total = len(planned.plan.releases)
+    with (
+        open_tooling(args.tooling) as (engine, fetcher),
+        progress_bar(console, total=total, label="rendering") as advance,
+    ):
+        snapshot = render_plan(
+            planned.plan,
+            root=args.repo,
+            engine=engine,
+            fetcher=fetcher,
+            progress=lambda _: advance(),
+        )
     warning = keyless_warning(decoder.keyless_sources)
     snapshot.warnings += [warning] if warning else []
     if args.redact:
