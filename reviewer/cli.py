@@ -28,13 +28,18 @@ _SECRETS_MODES = {
 
 
 def _tooling(
-    helm_engine: str, helm_binary: str | None, cache_dir: str | None, offline: bool
+    helm_engine: str,
+    helm_binary: str | None,
+    cache_dir: str | None,
+    offline: bool,
+    jobs: int | None,
 ) -> Tooling:
     return Tooling(
         helm_engine=helm_engine,
         helm_binary=Path(helm_binary) if helm_binary else None,
         cache_dir=Path(cache_dir) if cache_dir else None,
         offline=offline,
+        jobs=jobs or os.cpu_count() or 1,
     )
 
 
@@ -78,6 +83,13 @@ def _layout_options(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
     function = click.option(
         "--offline", is_flag=True, help="Use only cached charts; never touch the network."
+    )(function)
+    function = click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Worker processes rendering in parallel [default: number of CPUs].",
     )(function)
     function = click.option(
         "--secrets",
@@ -127,6 +139,7 @@ def render(
     helm_binary: str | None,
     cache_dir: str | None,
     offline: bool,
+    jobs: int | None,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -141,7 +154,7 @@ def render(
         definitions=definitions,
         templates=templates,
         secrets=_SECRETS_MODES[secrets],
-        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline),
+        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
         redact=not no_redact,
         in_ci=_in_ci(),
     )
@@ -207,6 +220,7 @@ def diff(
     helm_binary: str | None,
     cache_dir: str | None,
     offline: bool,
+    jobs: int | None,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -232,7 +246,7 @@ def diff(
         differ=differ,
         exit_code=exit_code,
         secrets=_SECRETS_MODES[secrets],
-        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline),
+        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
     )
     sys.exit(diff_cmd.run(args, Console()))
 

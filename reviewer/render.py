@@ -1,20 +1,25 @@
-"""Render: planned releases → normalized Kubernetes objects, one release at a time.
+"""Render: planned releases → normalized Kubernetes objects.
 
-A failing release becomes a `RenderedRelease` with its error; the others go on.
+Each release's inputs (chart content, merged values, name, namespace, engine
+and Helm version) hash to a digest; a digest already rendered — on this side or
+the other side of a diff — is reused instead of rendered again. A failing
+release becomes a `RenderedRelease` with its error; the others go on.
 """
 
 from __future__ import annotations
 
-import posixpath
+import hashlib
+import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import yamlio
-from reviewer.charts import ChartError, ChartFetcher
-from reviewer.engine import HelmEngine, RenderRequest
+from reviewer.charts import ChartError, ChartFetcher, ResolvedChart
+from reviewer.engine import RenderRequest
 from reviewer.errors import ReviewerError
 from reviewer.plan import Plan, PlanError, ReleasePlan
-from reviewer.snapshot import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.snapshot import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Snapshot
+from reviewer.workers import Outcome, Pool
 
 Progress = Callable[[ReleasePlan], None]
 
@@ -23,21 +28,155 @@ def _no_progress(release: ReleasePlan) -> None:
     return None
 
 
+@dataclass
+class RenderCache:
+    """Render outcomes by input digest, shared by both sides of a diff."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    chart_digests: dict[Path, str] = field(default_factory=dict)
+    rendered: int = 0
+    reused: int = 0
+
+    def chart_digest(self, chart: ResolvedChart) -> str:
+        """sha256 of the chart's content (archive bytes, or every file of a directory)."""
+        found = self.chart_digests.get(chart.path)
+        if found is None:
+            found = _content_digest(chart.path)
+            self.chart_digests[chart.path] = found
+        return found
+
+
+def _content_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    if path.is_file():
+        digest.update(path.read_bytes())
+        return digest.hexdigest()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def input_digest(request: RenderRequest, *, chart_digest: str, engine_id: str) -> str:
+    """The digest of everything that decides a release's rendered output."""
+    inputs = {
+        "chart": chart_digest,
+        "values": request.values,
+        "release": request.release,
+        "namespace": request.namespace,
+        "skipSchemaValidation": request.skip_schema_validation,
+        "engine": engine_id,
+    }
+    text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class _Pending:
+    """Releases waiting for one digest's render."""
+
+    request: RenderRequest
+    releases: list[int]
+
+
 def render_plan(
     plan: Plan,
     *,
     root: Path,
-    engine: HelmEngine,
     fetcher: ChartFetcher,
+    pool: Pool,
+    cache: RenderCache | None = None,
     progress: Progress = _no_progress,
 ) -> Snapshot:
-    """Render every planned release; planning errors are carried over as failed entries."""
+    """Render every planned release once per distinct input digest."""
+    cache = cache if cache is not None else RenderCache()
+    results: dict[int, RenderedRelease] = {}
+    pending: dict[str, _Pending] = {}
+    for index, release in enumerate(plan.releases):
+        result = _shell(release)
+        try:
+            request, digest = _request(release, root, fetcher, pool, cache)
+        except ReviewerError as error:
+            results[index] = _failed(result, release, error.render(), error)
+            progress(release)
+            continue
+        outcome = cache.outcomes.get(digest)
+        if outcome is not None:
+            cache.reused += 1
+            results[index] = _finished(result, release, outcome)
+            progress(release)
+        elif digest in pending:
+            pending[digest].releases.append(index)
+        else:
+            pending[digest] = _Pending(request, [index])
+    _render_pending(plan, pending, pool, cache, results, progress)
     releases = [_failed_plan_entry(error) for error in plan.errors]
-    for release in plan.releases:
-        releases.append(render_release(release, root=root, engine=engine, fetcher=fetcher))
-        progress(release)
+    releases += [results[index] for index in range(len(plan.releases))]
     releases.sort(key=lambda r: r.id)
     return Snapshot(releases=releases)
+
+
+def _render_pending(
+    plan: Plan,
+    pending: dict[str, _Pending],
+    pool: Pool,
+    cache: RenderCache,
+    results: dict[int, RenderedRelease],
+    progress: Progress,
+) -> None:
+    digests = list(pending)
+    requests = [pending[digest].request for digest in digests]
+    for position, outcome in pool.render(requests):
+        digest = digests[position]
+        cache.outcomes[digest] = outcome
+        cache.rendered += 1
+        for index in pending[digest].releases:
+            release = plan.releases[index]
+            results[index] = _finished(_shell(release), release, outcome)
+            progress(release)
+
+
+def _request(
+    release: ReleasePlan, root: Path, fetcher: ChartFetcher, pool: Pool, cache: RenderCache
+) -> tuple[RenderRequest, str]:
+    chart = fetcher.resolve(release.chart, release.version, root=root)
+    request = RenderRequest(
+        chart=chart.path,
+        values=release.values,
+        release=release.id.release,
+        namespace=release.namespace,
+        skip_schema_validation=release.skip_schema_validation,
+    )
+    digest = input_digest(request, chart_digest=cache.chart_digest(chart), engine_id=pool.engine_id)
+    return request, digest
+
+
+def _shell(release: ReleasePlan) -> RenderedRelease:
+    return RenderedRelease(
+        id=release.id,
+        namespace=release.namespace,
+        chart=release.chart.ref,
+        version=release.version or "",
+        labels=release.labels,
+        reproduce=release.reproduce,
+    )
+
+
+def _finished(result: RenderedRelease, release: ReleasePlan, outcome: Outcome) -> RenderedRelease:
+    if outcome.error is not None or outcome.chart is None:
+        return _failed(result, release, outcome.error or "render failed", None)
+    result.chart, result.version = outcome.chart.name, outcome.chart.version
+    result.resources = list(outcome.resources)
+    return result
+
+
+def _failed(
+    result: RenderedRelease, release: ReleasePlan, message: str, error: ReviewerError | None
+) -> RenderedRelease:
+    # A ChartError names the chart reference itself.
+    which = "" if isinstance(error, ChartError) else f"chart {release.chart.ref}: "
+    result.error = f"{release.template_file}: {which}{message}"
+    return result
 
 
 def _failed_plan_entry(error: PlanError) -> RenderedRelease:
@@ -47,49 +186,3 @@ def _failed_plan_entry(error: PlanError) -> RenderedRelease:
         error=error.message,
         reproduce=error.reproduce,
     )
-
-
-def render_release(
-    release: ReleasePlan, *, root: Path, engine: HelmEngine, fetcher: ChartFetcher
-) -> RenderedRelease:
-    """Render one release; any failure is recorded on the result, never raised."""
-    result = RenderedRelease(
-        id=release.id,
-        namespace=release.namespace,
-        chart=release.chart.ref,
-        version=release.version or "",
-        labels=release.labels,
-        reproduce=release.reproduce,
-    )
-    try:
-        chart = fetcher.fetch(release.chart, release.version, root=root)
-        info = engine.chart_info(chart)
-        result.chart, result.version = info.name, info.version
-        rendered = engine.render(
-            RenderRequest(
-                chart=chart,
-                values=release.values,
-                release=release.id.release,
-                namespace=release.namespace,
-                skip_schema_validation=release.skip_schema_validation,
-            )
-        )
-        result.resources = manifests(rendered, source=release.template_file)
-    except ReviewerError as error:
-        # A ChartError names the chart reference itself.
-        which = "" if isinstance(error, ChartError) else f"chart {release.chart.ref}: "
-        result.error = f"{release.template_file}: {which}{error.render()}"
-    return result
-
-
-def manifests(rendered: dict[str, str], *, source: str) -> list[Resource]:
-    """Split rendered template outputs into normalized objects, like `helm template` does."""
-    resources: list[Resource] = []
-    for template in sorted(rendered):
-        base = posixpath.basename(template)
-        if base == "NOTES.txt" or base.startswith("_"):
-            continue
-        for body in yamlio.load_documents(rendered[template], source=template, cache=False):
-            resources.append(Resource.from_body(body, source=template))
-    resources.sort(key=lambda r: r.key)
-    return resources

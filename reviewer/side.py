@@ -15,14 +15,15 @@ from pathlib import Path
 
 from reviewer.charts import ChartFetcher
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
-from reviewer.engine import HelmEngine, make_engine
+from reviewer.engine import make_engine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import Plan, Planner
 from reviewer.redact import Redactor, redact_tree, replacement_map
-from reviewer.render import render_plan
+from reviewer.render import RenderCache, render_plan
 from reviewer.snapshot import RenderedRelease, Resource, Snapshot
 from reviewer.sops import SopsDecoder
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
+from reviewer.workers import InProcessPool, Pool, ProcessPool
 
 
 @dataclass(frozen=True)
@@ -56,16 +57,32 @@ class Tooling:
     helm_binary: Path | None = None
     cache_dir: Path | None = None
     offline: bool = False
+    jobs: int = 1
+
+
+@dataclass
+class Tools:
+    """What renders one run's releases; both sides of a diff share it, caches included."""
+
+    pool: Pool
+    fetcher: ChartFetcher
+    cache: RenderCache = field(default_factory=RenderCache)
 
 
 @contextmanager
-def open_tooling(tooling: Tooling) -> Iterator[tuple[HelmEngine, ChartFetcher]]:
-    """The engine and the chart fetcher for one run (shared by both sides), closed after."""
+def open_tooling(tooling: Tooling) -> Iterator[Tools]:
+    """The render pool and the chart fetcher for one run, closed afterwards."""
     engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
+    pool: Pool = (
+        ProcessPool(engine, jobs=tooling.jobs, binary=tooling.helm_binary)
+        if tooling.jobs > 1
+        else InProcessPool(engine)
+    )
     try:
         with ChartFetcher(cache_dir=tooling.cache_dir, offline=tooling.offline) as fetcher:
-            yield engine, fetcher
+            yield Tools(pool, fetcher)
     finally:
+        pool.close()
         engine.close()
 
 
@@ -157,14 +174,15 @@ def render_side(
     root: Path,
     *,
     options: SideOptions,
-    engine: HelmEngine,
-    fetcher: ChartFetcher,
+    tools: Tools,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
 ) -> tuple[Snapshot, dict[str, str]]:
     """Plan and render one checkout: the unredacted snapshot and its replacement map."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
-    snapshot = render_plan(planned.plan, root=root, engine=engine, fetcher=fetcher)
+    snapshot = render_plan(
+        planned.plan, root=root, fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
+    )
     return snapshot, planned.replacements
 
 

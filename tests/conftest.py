@@ -83,12 +83,11 @@ class Repo:
         self, options: SideOptions | None = None, secrets: SecretsLoader | None = None
     ) -> Snapshot:
         """Render every release in-process with the embedded engine (not redacted)."""
-        with open_tooling(Tooling()) as (engine, fetcher):
+        with open_tooling(Tooling()) as tools:
             snapshot, _ = render_side(
                 self.root,
                 options=options or SideOptions(),
-                engine=engine,
-                fetcher=fetcher,
+                tools=tools,
                 renderer=TemplateRenderer(),
                 secrets=secrets,
             )

@@ -15,8 +15,8 @@ from registry import Registry
 from reviewer import charts
 from reviewer.charts import ChartError, ChartFetcher, Credentials, Login, select_version
 from reviewer.engine import EmbeddedEngine, RenderRequest
-from reviewer.render import manifests
 from reviewer.templates import ChartRef
+from reviewer.workers import manifests
 
 VERSIONS = ("1.0.0", "1.2.0", "1.3.0-rc.1", "2.0.0")
 SECRET = "pw-Zq81x!sensitive"  # never allowed in any message
@@ -133,9 +133,7 @@ def rendered_chart_label(path: Path) -> str:
         output = engine.render(RenderRequest(chart=path, values={}, release="r", namespace="n"))
     finally:
         engine.close()
-    return "|".join(
-        sorted(r.body["data"]["chart"] for r in manifests(output, source="t") if "data" in r.body)
-    )
+    return "|".join(sorted(r.body["data"]["chart"] for r in manifests(output) if "data" in r.body))
 
 
 # --- HTTP repositories -------------------------------------------------------------------------

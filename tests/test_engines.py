@@ -25,10 +25,10 @@ from reviewer.engine import (
 )
 from reviewer.errors import RenderError, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.render import manifests
 from reviewer.side import SideOptions, plan_side
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.templates import ChartRef
+from reviewer.workers import manifests
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fleet"
 
@@ -136,7 +136,7 @@ def engines() -> Iterator[tuple[EmbeddedEngine, BinaryEngine]]:
 
 def normalized(engine: HelmEngine, request: RenderRequest) -> list[str]:
     """Every object as `source` + normalized YAML: what the reviewer snapshots."""
-    return [f"# {r.source}\n{r.text()}" for r in manifests(engine.render(request), source="t")]
+    return [f"# {r.source}\n{r.text()}" for r in manifests(engine.render(request))]
 
 
 def assert_agree(engines: tuple[EmbeddedEngine, BinaryEngine], request: RenderRequest) -> list[str]:
@@ -237,7 +237,7 @@ def test_crds_are_rendered_under_a_crds_source(
     engine = engines[engine_index]
     chart = chart_dir(tmp_path, "operator", CRD_CHART)
     rendered = engine.render(RenderRequest(chart, {}, "rel", "ns"))
-    resources = manifests(rendered, source="t")
+    resources = manifests(rendered)
     crds = sorted(
         (r.key.name, r.source) for r in resources if r.key.kind == "CustomResourceDefinition"
     )
@@ -259,7 +259,7 @@ def test_schema_is_enforced_unless_skipped(
     with pytest.raises(RenderError, match="replicas"):
         engine.render(RenderRequest(chart, {"replicas": "two"}, "rel", "ns"))
     skipped = RenderRequest(chart, {"replicas": 0}, "rel", "ns", skip_schema_validation=True)
-    assert any(r.key.kind == "Deployment" for r in manifests(engine.render(skipped), source="t"))
+    assert any(r.key.kind == "Deployment" for r in manifests(engine.render(skipped)))
 
 
 def test_schema_skip_agrees(tmp_path: Path, engines: tuple[EmbeddedEngine, BinaryEngine]) -> None:

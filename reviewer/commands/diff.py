@@ -8,17 +8,16 @@ from pathlib import Path
 
 from reviewer import config as config_mod
 from reviewer import report
-from reviewer.charts import ChartFetcher
 from reviewer.checkout import Side, Sides, directory_sides, git_sides
 from reviewer.console import Console
 from reviewer.diff import DifferChoice, DiffOptions, diff_snapshots
-from reviewer.engine import HelmEngine
 from reviewer.errors import ExitStatus
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
 from reviewer.side import (
     SideOptions,
     Tooling,
+    Tools,
     keyless_warning,
     open_tooling,
     redact_snapshot,
@@ -74,8 +73,8 @@ def _review(sides: Sides, args: DiffArgs, console: Console) -> report.Review:
     options = replace(args.options, layout=layout)
     renderer = TemplateRenderer()
     decoder = SopsDecoder(keyless=args.secrets)
-    with open_tooling(args.tooling) as (engine, fetcher):
-        render = Renderer(options, engine, fetcher, renderer, decoder)
+    with open_tooling(args.tooling) as tools:
+        render = Renderer(options, tools, renderer, decoder)
         base, base_map = render.side(sides.base, console)
         head, head_map = render.side(sides.head, console)
     # Both sides are redacted with the union of their maps: a secret that the
@@ -98,22 +97,27 @@ class Renderer:
     """What both sides of one diff are rendered with (caches are shared)."""
 
     options: SideOptions
-    engine: HelmEngine
-    fetcher: ChartFetcher
+    tools: Tools
     templates: TemplateRenderer
     decoder: SopsDecoder
 
     def side(self, side: Side, console: Console) -> tuple[Snapshot, dict[str, str]]:
         """Render one side: its unredacted snapshot and replacement map."""
         console.info(f"rendering {side.label}: {side.ref}")
-        return render_side(
+        cache = self.tools.cache
+        rendered, reused = cache.rendered, cache.reused
+        result = render_side(
             side.root,
             options=self.options,
-            engine=self.engine,
-            fetcher=self.fetcher,
+            tools=self.tools,
             renderer=self.templates,
             secrets=self.decoder,
         )
+        console.info(
+            f"  {side.label}: {cache.rendered - rendered} release(s) rendered, "
+            f"{cache.reused - reused} with inputs identical to an earlier render reused"
+        )
+        return result
 
 
 def _write(review: report.Review, args: DiffArgs, console: Console) -> None:

@@ -50,14 +50,15 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     planned = plan_twins(args.repo, options=options, renderer=TemplateRenderer(), secrets=decoder)
     total = len(planned.plan.releases)
     with (
-        open_tooling(args.tooling) as (engine, fetcher),
+        open_tooling(args.tooling) as tools,
         progress_bar(console, total=total, label="rendering") as advance,
     ):
         snapshot = render_plan(
             planned.plan,
             root=args.repo,
-            engine=engine,
-            fetcher=fetcher,
+            fetcher=tools.fetcher,
+            pool=tools.pool,
+            cache=tools.cache,
             progress=lambda _: advance(),
         )
     warning = keyless_warning(decoder.keyless_sources)

@@ -1,0 +1,85 @@
+"""Rendering each distinct release once, in parallel, with deterministic output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import GitRepo, Repo
+
+from reviewer.cli import main
+from reviewer.errors import ExitStatus
+from reviewer.workers import PARALLEL_THRESHOLD
+
+CLUSTERS = [f"g{g}/g{g}c{c}" for g in range(3) for c in range(6)]
+
+
+def fleet(repo: Repo, deployments: int = 3) -> Repo:
+    for cluster in CLUSTERS:
+        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
+        for number in range(deployments):
+            repo.write(
+                f"deployments/{cluster}/apps/d{number}/deployment.yaml", "apps: [{template: app}]\n"
+            )
+    return repo
+
+
+def test_a_one_cluster_change_renders_only_that_clusters_releases(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet(git_repo).commit("fleet")
+    git_repo.write("deployments/g1/g1c2/cluster.values.yaml", "where: changed\n")
+    with pytest.raises(SystemExit) as done:
+        main(
+            [
+                "diff",
+                "--repo",
+                str(git_repo.root),
+                "--base",
+                "main",
+                "--format",
+                "json",
+                "--jobs",
+                "1",
+            ]
+        )
+    assert done.value.code == ExitStatus.OK
+    captured = capsys.readouterr()
+    releases = len(CLUSTERS) * 3
+    assert f"base: {releases} release(s) rendered, 0 with inputs identical" in captured.err
+    assert f"head: 3 release(s) rendered, {releases - 3} with inputs identical" in captured.err
+    report = json.loads(captured.out)
+    assert report["summary"]["releases"]["changed"] == 3
+
+
+def test_parallel_rendering_gives_identical_output(repo: Repo, tmp_path: Path) -> None:
+    fleet(repo)
+    assert len(CLUSTERS) * 3 >= PARALLEL_THRESHOLD, "the pool must really start"
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out-{jobs}"
+        with pytest.raises(SystemExit) as done:
+            main(["render", str(repo.root), "--out", str(out), "--jobs", jobs])
+        assert done.value.code == ExitStatus.OK
+        outputs.append(
+            {p.relative_to(out): p.read_text() for p in sorted(out.rglob("*")) if p.is_file()}
+        )
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) == len(CLUSTERS) * 3 + 1
+
+
+def test_parallel_failures_stay_per_release(repo: Repo, tmp_path: Path) -> None:
+    fleet(repo)
+    repo.write(
+        "charts/dump/templates/fail.yaml",
+        '{{ if eq .Values.where "g2/g2c5" }}{{ fail "boom" }}{{ end }}\n',
+    )
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(repo.root), "--out", str(out), "--jobs", "2"])
+    assert done.value.code == ExitStatus.RENDER_FAILED
+    index = json.loads((out / "index.json").read_text())["releases"]
+    failed = sorted(e["cluster"] for e in index if e["status"] == "error")
+    assert failed == ["g2/g2c5"] * 3
+    assert [e["cluster"] for e in index] == sorted(e["cluster"] for e in index)
