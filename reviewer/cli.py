@@ -13,11 +13,12 @@ import click
 
 from reviewer import __version__
 from reviewer.commands import diff as diff_cmd
+from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.console import Console
 from reviewer.diff import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
-from reviewer.side import Selection, SideOptions, Tooling
+from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 
 _SECRETS_MODES = {
@@ -25,6 +26,40 @@ _SECRETS_MODES = {
     "decrypt": KeylessMode.NEVER,
     "keyless": KeylessMode.ALWAYS,
 }
+
+
+def _report_options(function: click.decorators.FC) -> click.decorators.FC:
+    options = [
+        click.option("--exit-code", is_flag=True, help="Exit with 2 when something changes."),
+        click.option(
+            "--differ",
+            type=click.Choice(["builtin", "dyff", "auto"]),
+            default="auto",
+            show_default=True,
+            help="Path-level differ (auto: dyff when installed).",
+        ),
+        click.option(
+            "--context",
+            "-U",
+            type=click.IntRange(min=0),
+            default=3,
+            show_default=True,
+            help="Context lines in unified diffs.",
+        ),
+        click.option(
+            "--output", "-o", type=click.Path(dir_okay=False), help="Write the report here."
+        ),
+        click.option(
+            "--format",
+            "output_format",
+            type=click.Choice(diff_cmd.FORMATS),
+            default="text",
+            show_default=True,
+        ),
+    ]
+    for option in options:
+        function = option(function)
+    return function
 
 
 def _tooling(
@@ -178,29 +213,15 @@ def render(
     help="Compare base with head merged into base (what GitHub's merge ref holds).",
 )
 @click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(diff_cmd.FORMATS),
-    default="text",
-    show_default=True,
-)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here.")
-@click.option(
-    "--context",
-    "-U",
-    type=click.IntRange(min=0),
-    default=3,
-    show_default=True,
-    help="Context lines in unified diffs.",
+    "--shard",
+    help="Render only shard I/N of the clusters (a CI matrix job); combine with --save.",
 )
 @click.option(
-    "--differ",
-    type=click.Choice(["builtin", "dyff", "auto"]),
-    default="auto",
-    show_default=True,
-    help="Path-level differ (auto: dyff when installed).",
+    "--save",
+    type=click.Path(file_okay=False),
+    help="Also save both rendered, redacted sides here (input of `reviewer merge`).",
 )
-@click.option("--exit-code", is_flag=True, help="Exit with 2 when something changes.")
+@_report_options
 @_layout_options
 def diff(
     directories: tuple[str, ...],
@@ -208,6 +229,8 @@ def diff(
     base: str | None,
     head: str | None,
     merge: bool,
+    shard: str | None,
+    save: str | None,
     output_format: str,
     output: str | None,
     context: int,
@@ -236,19 +259,48 @@ def diff(
         merge=merge,
         directories=(Path(directories[0]), Path(directories[1])) if directories else None,
         options=SideOptions(
-            selection=Selection(clusters=clusters, deployments=deployments), display_root=repo
+            selection=Selection(clusters=clusters, deployments=deployments, shard=_shard(shard)),
+            display_root=repo,
         ),
         definitions=definitions,
         templates=templates,
-        output_format=output_format,
-        output=Path(output) if output else None,
-        context=context,
-        differ=differ,
-        exit_code=exit_code,
+        report=diff_cmd.ReportArgs(
+            output_format, Path(output) if output else None, context, differ, exit_code
+        ),
         secrets=_SECRETS_MODES[secrets],
         tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
+        save=Path(save) if save else None,
     )
     sys.exit(diff_cmd.run(args, Console()))
+
+
+@cli.command()
+@click.argument(
+    "directories", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False)
+)
+@_report_options
+def merge(
+    directories: tuple[str, ...],
+    output_format: str,
+    output: str | None,
+    context: int,
+    differ: DifferChoice,
+    exit_code: bool,
+) -> None:
+    """One report from the sides saved by `reviewer diff --shard I/N --save DIR` jobs."""
+    report = diff_cmd.ReportArgs(
+        output_format, Path(output) if output else None, context, differ, exit_code
+    )
+    sys.exit(merge_cmd.run([Path(d) for d in directories], report, Console()))
+
+
+def _shard(text: str | None) -> Shard | None:
+    if text is None:
+        return None
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
 def _in_ci() -> bool:

@@ -8,6 +8,7 @@ twins form the replacement map applied to the rendered objects.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -27,14 +28,42 @@ from reviewer.workers import InProcessPool, Pool, ProcessPool
 
 
 @dataclass(frozen=True)
+class Shard:
+    """Shard `index` (1-based) of `total`: a deterministic share of the clusters.
+
+    Whole clusters are assigned, by a hash of their path, so an object moving
+    between releases of one cluster stays inside one shard on both sides.
+    """
+
+    index: int
+    total: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`I/N` with 1 ≤ I ≤ N."""
+        index, _, total = text.partition("/")
+        if not (index.isdigit() and total.isdigit() and 1 <= int(index) <= int(total)):
+            raise ValueError(f"'{text}' is not I/N with 1 <= I <= N")
+        return cls(int(index), int(total))
+
+    def holds(self, cluster: str) -> bool:
+        """True when `cluster` belongs to this shard."""
+        digest = hashlib.sha256(cluster.encode()).digest()
+        return int.from_bytes(digest[:8], "big") % self.total == self.index - 1
+
+
+@dataclass(frozen=True)
 class Selection:
     """Which clusters and deployments to render (empty = all)."""
 
     clusters: Sequence[str] = ()
     deployments: Sequence[str] = ()
+    shard: Shard | None = None
 
     def __call__(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
         """True when the deployment of that cluster is selected."""
+        if self.shard is not None and not self.shard.holds(cluster.path):
+            return False
         if self.clusters and not {cluster.path, cluster.name} & set(self.clusters):
             return False
         return not self.deployments or deployment.name in self.deployments

@@ -167,8 +167,8 @@ def release_dir(root: Path, release_id: ReleaseId) -> Path:
     return root.joinpath(*(_safe_segment(part) for part in parts))
 
 
-def index_entry(release: RenderedRelease) -> dict[str, Any]:
-    """The `index.json` record of one release."""
+def index_entry(release: RenderedRelease, files: Sequence[str] = ()) -> dict[str, Any]:
+    """The `index.json` record of one release; `files` are its objects' file names."""
     return {
         "cluster": release.id.cluster,
         "deployment": release.id.deployment,
@@ -182,6 +182,7 @@ def index_entry(release: RenderedRelease) -> dict[str, Any]:
         "crds": [r.key.name for r in release.resources if r.from_crds],
         "error": release.error,
         "reproduce": release.reproduce,
+        "files": {name: r.source for name, r in zip(files, release.resources, strict=True)},
     }
 
 
@@ -200,6 +201,7 @@ def _prepare(root: Path) -> None:
 def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
     """Write a snapshot below `root`; every text passes `guard` before it is written."""
     _prepare(root)
+    entries: list[dict[str, Any]] = []
     for release in snapshot.releases:
         directory = release_dir(root, release.id)
         names = resource_file_names(release.resources)
@@ -210,12 +212,53 @@ def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
             path = directory / name
             guard(text, str(path.relative_to(root)))
             path.write_text(text, encoding="utf-8")
+        entries.append(index_entry(release, names))
     index = {
         "schema": INDEX_SCHEMA,
-        "releases": [index_entry(release) for release in snapshot.releases],
+        "releases": entries,
         "errors": snapshot.errors,
         "warnings": snapshot.warnings,
     }
     text = json.dumps(index, indent=2, sort_keys=False) + "\n"
     guard(text, "index.json")
     (root / "index.json").write_text(text, encoding="utf-8")
+
+
+def read(root: Path) -> Snapshot:
+    """Load a snapshot written by `write` (e.g. by another CI job)."""
+    index_file = root / "index.json"
+    if not index_file.is_file():
+        raise ReviewerError(f"{root} holds no snapshot (index.json is missing)")
+    try:
+        index = json.loads(index_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        raise ReviewerError(f"{index_file}: not valid JSON") from None
+    if not isinstance(index, dict) or index.get("schema") != INDEX_SCHEMA:
+        raise ReviewerError(f"{index_file}: not a {INDEX_SCHEMA} index")
+    releases = [_read_release(root, entry) for entry in index.get("releases", [])]
+    return Snapshot(
+        releases=releases,
+        errors=[str(e) for e in index.get("errors", [])],
+        warnings=[str(w) for w in index.get("warnings", [])],
+    )
+
+
+def _read_release(root: Path, entry: dict[str, Any]) -> RenderedRelease:
+    release_id = ReleaseId(str(entry["cluster"]), str(entry["deployment"]), str(entry["release"]))
+    directory = release_dir(root, release_id)
+    resources = []
+    for name, source in (entry.get("files") or {}).items():
+        path = directory / _safe_segment(str(name))
+        text = path.read_text(encoding="utf-8")
+        body = yamlio.load_mapping(text, source=str(path.relative_to(root)))
+        resources.append(Resource.from_body(body, source=str(source)))
+    return RenderedRelease(
+        id=release_id,
+        namespace=str(entry.get("namespace") or ""),
+        chart=str(entry.get("chart") or ""),
+        version=str(entry.get("version") or ""),
+        labels={str(k): str(v) for k, v in (entry.get("labels") or {}).items()},
+        resources=sorted(resources, key=lambda r: r.key),
+        error=entry.get("error"),
+        reproduce=entry.get("reproduce"),
+    )

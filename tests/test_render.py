@@ -140,6 +140,11 @@ def test_render_command_writes_one_normalized_file_per_object(fleet: Repo, tmp_p
         "crds": [],
         "error": None,
         "reproduce": entry["reproduce"],
+        "files": {
+            "configmap-web-sub.yaml": "web/charts/sub/templates/cm.yaml",
+            "deployment-web-web.yaml": "web/templates/all.yaml",
+            "service-web-web.yaml": "web/templates/all.yaml",
+        },
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GitRepo, Repo
@@ -83,3 +84,39 @@ def test_parallel_failures_stay_per_release(repo: Repo, tmp_path: Path) -> None:
     failed = sorted(e["cluster"] for e in index if e["status"] == "error")
     assert failed == ["g2/g2c5"] * 3
     assert [e["cluster"] for e in index] == sorted(e["cluster"] for e in index)
+
+
+def _json_report(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    with pytest.raises(SystemExit) as done:
+        main([*args, "--format", "json"])
+    assert done.value.code == ExitStatus.OK
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return report
+
+
+def test_shards_merge_into_the_unsharded_report(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet(git_repo).commit("fleet")
+    git_repo.write("deployments/global.values.yaml", "tier: gold\n")
+    git_repo.remove("deployments/g0/g0c1/apps/d2")
+    git_repo.write("deployments/g2/g2c3/apps/new/deployment.yaml", "apps: [{template: app}]\n")
+    diff = ["diff", "--repo", str(git_repo.root), "--base", "main", "--jobs", "1"]
+    whole = _json_report(diff, capsys)
+    saved = []
+    for index in (1, 2, 3):
+        directory = tmp_path / f"shard-{index}"
+        shard = _json_report([*diff, "--shard", f"{index}/3", "--save", str(directory)], capsys)
+        assert 0 < len(shard["releases"]) < len(whole["releases"])
+        saved.append(str(directory))
+    merged = _json_report(["merge", *saved], capsys)
+    assert merged["releases"] == whole["releases"]
+    assert merged["summary"] == whole["summary"]
+    assert merged["base"] == whole["base"] and merged["head"] == whole["head"]
+
+
+def test_shard_argument_is_validated(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["diff", "--repo", str(git_repo.root), "--shard", "4/3"])
+    assert done.value.code == ExitStatus.USAGE
+    assert "'4/3' is not I/N with 1 <= I <= N" in capsys.readouterr().err

@@ -6,8 +6,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reviewer import bundle, report
 from reviewer import config as config_mod
-from reviewer import report
+from reviewer.bundle import RenderedPair
 from reviewer.checkout import Side, Sides, directory_sides, git_sides
 from reviewer.console import Console
 from reviewer.diff import DifferChoice, DiffOptions, diff_snapshots
@@ -30,6 +31,17 @@ FORMATS = ("text", "markdown", "json")
 
 
 @dataclass(frozen=True)
+class ReportArgs:
+    """How to write the report and choose the exit status."""
+
+    output_format: str = "text"
+    output: Path | None = None
+    context: int = 3
+    differ: DifferChoice = "auto"
+    exit_code: bool = False
+
+
+@dataclass(frozen=True)
 class DiffArgs:
     """Arguments of `reviewer diff`."""
 
@@ -41,22 +53,34 @@ class DiffArgs:
     options: SideOptions
     definitions: str | None
     templates: str | None
-    output_format: str
-    output: Path | None
-    context: int
-    differ: DifferChoice
-    exit_code: bool
+    report: ReportArgs
     secrets: KeylessMode = KeylessMode.FALLBACK
     tooling: Tooling = field(default_factory=Tooling)
+    save: Path | None = None
 
 
 def run(args: DiffArgs, console: Console) -> ExitStatus:
     """Render both sides, diff, write the report; the exit status follows README.md."""
     if args.directories is not None:
-        review = _review(directory_sides(*args.directories), args, console)
+        pair = _render_pair(directory_sides(*args.directories), args, console)
     else:
         with git_sides(args.repo, base=args.base, head=args.head, merge=args.merge) as sides:
-            review = _review(sides, args, console)
+            pair = _render_pair(sides, args, console)
+    if args.save is not None:
+        bundle.save(pair, args.save, guard=console.check)
+        console.info(f"rendered sides saved to {args.save}")
+    return finish(pair, args.report, console)
+
+
+def finish(pair: RenderedPair, args: ReportArgs, console: Console) -> ExitStatus:
+    """Diff a rendered pair, write the report, and return the exit status."""
+    options = DiffOptions(context=args.context, differ=args.differ, noise=pair.noise)
+    review = report.Review(
+        base=pair.base_info,
+        head=pair.head_info,
+        diff=diff_snapshots(pair.base, pair.head, options=options),
+        warnings=pair.warnings,
+    )
     _write(review, args, console)
     if review.failed:
         return ExitStatus.RENDER_FAILED
@@ -65,7 +89,7 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
     return ExitStatus.OK
 
 
-def _review(sides: Sides, args: DiffArgs, console: Console) -> report.Review:
+def _render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair:
     settings = config_mod.load(sides.base.root)
     layout = config_mod.with_overrides(
         settings, definitions=args.definitions, templates=args.templates
@@ -82,13 +106,14 @@ def _review(sides: Sides, args: DiffArgs, console: Console) -> report.Review:
     redactor = Redactor({**base_map, **head_map})
     base, head = redact_snapshot(base, redactor), redact_snapshot(head, redactor)
     console.guard = redactor.guard().check
-    diff_options = DiffOptions(context=args.context, differ=args.differ, noise=settings.noise)
     warning = keyless_warning(decoder.keyless_sources)
-    return report.Review(
-        base=report.SideInfo(sides.base.ref, sides.base.sha),
-        head=report.SideInfo(sides.head.ref, sides.head.sha),
-        diff=diff_snapshots(base, head, options=diff_options),
+    return RenderedPair(
+        base=base,
+        head=head,
+        base_info=report.SideInfo(sides.base.ref, sides.base.sha),
+        head_info=report.SideInfo(sides.head.ref, sides.head.sha),
         warnings=sides.warnings + ((warning,) if warning else ()),
+        noise=settings.noise,
     )
 
 
@@ -120,7 +145,7 @@ class Renderer:
         return result
 
 
-def _write(review: report.Review, args: DiffArgs, console: Console) -> None:
+def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     colour = args.output is None and console.colour
     if args.output_format == "json":
         text = json.dumps(report.to_json(review), indent=2) + "\n"
