@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reviewer import explain as explain_mod
 from reviewer import snapshot as snapshot_mod
 from reviewer.errors import ReviewerError
+from reviewer.explain import Explanation
 from reviewer.noise import NoiseRules
 from reviewer.report import SideInfo
 from reviewer.snapshot import Guard, Snapshot
@@ -31,6 +33,7 @@ class RenderedPair:
     head_info: SideInfo
     warnings: tuple[str, ...]
     noise: NoiseRules
+    explanation: Explanation = field(default_factory=Explanation)
 
 
 def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
@@ -48,6 +51,7 @@ def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
             "paths": [pattern.text for pattern in pair.noise.paths],
             "kinds": list(pair.noise.kinds),
         },
+        "explain": explain_mod.to_json(pair.explanation),
     }
     text = json.dumps(meta, indent=2) + "\n"
     guard(text, "review.json")
@@ -70,6 +74,7 @@ def load(root: Path) -> RenderedPair:
         head_info=_side(meta, "head"),
         warnings=tuple(str(w) for w in meta.get("warnings", [])),
         noise=NoiseRules.from_mapping(meta.get("noise") or {}, source=str(meta_file)),
+        explanation=explain_mod.from_json(meta.get("explain") or {}),
     )
 
 
@@ -95,6 +100,7 @@ def merge(pairs: Sequence[RenderedPair]) -> RenderedPair:
         head_info=first.head_info,
         warnings=warnings,
         noise=first.noise,
+        explanation=explain_mod.merge(pair.explanation for pair in pairs),
     )
 
 

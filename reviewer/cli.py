@@ -13,6 +13,7 @@ import click
 
 from reviewer import __version__
 from reviewer.commands import diff as diff_cmd
+from reviewer.commands import explain as explain_cmd
 from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.console import Console
@@ -292,6 +293,39 @@ def merge(
         output_format, Path(output) if output else None, context, differ, exit_code
     )
     sys.exit(merge_cmd.run([Path(d) for d in directories], report, Console()))
+
+
+@cli.command()
+@_REPO
+@click.argument("path", required=False)
+@click.option("--cluster", required=True, help="Cluster path or name.")
+@click.option("--deployment", required=True, help="Deployment name.")
+@click.option("--release", "release_name", required=True, help="Release name.")
+@click.option(
+    "--secrets",
+    type=click.Choice(list(_SECRETS_MODES)),
+    default="auto",
+    show_default=True,
+    help="How to read SOPS files (values are shown redacted either way).",
+)
+def explain(
+    repo: str,
+    path: str | None,
+    cluster: str,
+    deployment: str,
+    release_name: str,
+    secrets: str,
+) -> None:
+    """Every value of one release (or under PATH) and the file that set it."""
+    args = explain_cmd.ExplainArgs(
+        repo=Path(repo),
+        cluster=cluster,
+        deployment=deployment,
+        release=release_name,
+        path=path,
+        secrets=_SECRETS_MODES[secrets],
+    )
+    sys.exit(explain_cmd.run(args, Console()))
 
 
 def _shard(text: str | None) -> Shard | None:

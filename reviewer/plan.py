@@ -36,9 +36,20 @@ class ReleasePlan:
     labels: dict[str, str]
     values: Values
     layers: tuple[Layer, ...]
+    """Every values source in priority order (lowest first): release layers, then hierarchy."""
+    inputs: frozenset[str]
+    """Repository files this release was built from (values, definitions, template, chart)."""
     skip_schema_validation: bool
     template_file: str
     reproduce: str
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """The hierarchy layers of one cluster's deployment and their merged values."""
+
+    layers: tuple[Layer, ...]
+    values: Values
 
 
 @dataclass(frozen=True)
@@ -115,12 +126,11 @@ class Planner:
         atlas = self._atlas(cluster, deployment)
         try:
             spec = self._deployment_spec(cluster, deployment, atlas, templates)
-            hierarchy = values_mod.combine(
-                self.loader.hierarchy(cluster, deployment, atlas=atlas, plain_only=False)
-            )
+            levels = self.loader.hierarchy(cluster, deployment, atlas=atlas, plain_only=False)
         except ReviewerError as error:
             fail(None, error)
             return
+        hierarchy = Hierarchy(tuple(levels), values_mod.combine(levels))
         expanded: list[tuple[AppSpec, ReleaseSpec, Values]] = []
         for app in spec.apps:
             instance = _instance(app, spec)
@@ -130,7 +140,7 @@ class Planner:
                     root=self.fleet.root,
                     source=templates[app.template],
                     instance=instance,
-                    context=values_mod.with_atlas(hierarchy, instance_atlas),
+                    context=values_mod.with_atlas(hierarchy.values, instance_atlas),
                     renderer=self.renderer,
                 )
             except ReviewerError as error:
@@ -189,7 +199,7 @@ class Planner:
         deployment: DeploymentDir,
         app: AppSpec,
         release: ReleaseSpec,
-        hierarchy: Values,
+        hierarchy: Hierarchy,
         atlas: Values,
     ) -> ReleasePlan:
         entries: list[tuple[ValuesEntry, str, bool]] = [
@@ -202,10 +212,18 @@ class Planner:
             *((entry, "template secrets", True) for entry in release.secrets),
             *((entry, "instance secrets", True) for entry in app.secrets),
         ]
-        layers = self.loader.release_layers(entries, hierarchy=hierarchy, atlas=atlas)
+        layers = self.loader.release_layers(entries, hierarchy=hierarchy.values, atlas=atlas)
         final = values_mod.with_atlas(
-            values_mod.merge(values_mod.combine(layers), hierarchy), atlas
+            values_mod.merge(values_mod.combine(layers), hierarchy.values), atlas
         )
+        inputs = {
+            f"{deployment.path}/{DEPLOYMENT_FILE}",
+            release.source,
+            *(entry.file for entry, _, _ in entries if entry.file is not None),
+            *(layer.source for layer in hierarchy.layers),
+        }
+        if release.chart.local is not None:
+            inputs.add(release.chart.local)
         return ReleasePlan(
             id=ReleaseId(cluster.path, deployment.name, release.name),
             namespace=release.namespace,
@@ -213,7 +231,8 @@ class Planner:
             version=release.version,
             labels={**release.labels, **app.labels, **_standard_labels(cluster, deployment, app)},
             values=final,
-            layers=tuple(layers),
+            layers=(*layers, *hierarchy.layers),
+            inputs=frozenset(inputs),
             skip_schema_validation=release.skip_schema_validation,
             template_file=release.source,
             reproduce=self.reproduce(cluster.path, deployment.name),

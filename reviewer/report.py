@@ -7,12 +7,13 @@ secrets, so what they show is exactly what the diff stage produced.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 import jinja2
 
+from reviewer import explain as explain_mod
 from reviewer.diff import (
     ChangeGroup,
     ReleaseDiff,
@@ -21,8 +22,11 @@ from reviewer.diff import (
     ResourceStatus,
     SnapshotDiff,
 )
+from reviewer.explain import Explanation, ValueChange
 
 REPORT_SCHEMA = "reviewer.report/v1"
+BLAST_RADIUS_LINES = 20
+"""Files listed in the blast-radius summary; the JSON report lists them all."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Review:
     head: SideInfo
     diff: SnapshotDiff
     warnings: tuple[str, ...] = ()
+    explanation: Explanation = field(default_factory=Explanation)
 
     @property
     def all_warnings(self) -> tuple[str, ...]:
@@ -55,7 +60,12 @@ class Review:
             "the change may be the fix)"
             for f in self.diff.base_errors
         )
-        return self.warnings + failures
+        no_effect = tuple(item.line() for item in self.explanation.no_effect)
+        return self.warnings + failures + no_effect
+
+    def value_changes(self, release: ReleaseDiff) -> tuple[ValueChange, ...]:
+        """How the merged values of `release` changed, with their origins."""
+        return self.explanation.values.get(release.id, ())
 
     @property
     def failed(self) -> bool:
@@ -103,7 +113,7 @@ def to_json(review: Review) -> dict[str, Any]:
             "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
             "routine": review.diff.routine_counts(),
         },
-        "releases": [_release_json(release) for release in review.diff.releases],
+        "releases": [_release_json(review, release) for release in review.diff.releases],
         "groups": [
             {
                 "status": group.status.value,
@@ -115,6 +125,11 @@ def to_json(review: Review) -> dict[str, Any]:
             for group in review.diff.groups
             if len(group.members) > 1
         ],
+        "explain": {
+            key: value
+            for key, value in explain_mod.to_json(review.explanation).items()
+            if key != "values"
+        },
         "warnings": list(review.all_warnings),
     }
 
@@ -138,7 +153,7 @@ def _side_json(review: Review, side: str) -> dict[str, Any]:
     }
 
 
-def _release_json(release: ReleaseDiff) -> dict[str, Any]:
+def _release_json(review: Review, release: ReleaseDiff) -> dict[str, Any]:
     side = release.head or release.base
     return {
         "cluster": release.id.cluster,
@@ -153,6 +168,7 @@ def _release_json(release: ReleaseDiff) -> dict[str, Any]:
         "routineOnly": release.routine_only,
         "unchangedResources": release.unchanged,
         "resources": [_resource_json(release, diff) for diff in release.resources],
+        "values": [explain_mod.value_change_json(c) for c in review.value_changes(release)],
     }
 
 
@@ -218,6 +234,7 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
         f"{totals['changed']} changed, {totals['added']} added, {totals['removed']} removed, "
         f"{totals['failed']} failed, {totals['unchanged']} unchanged release(s)"
     )
+    yield from _blast_radius_text(review)
     for warning in review.all_warnings:
         yield paint(f"warning: {warning}", "33")
     for failure in review.diff.head_errors:
@@ -227,6 +244,17 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
     yield from _repeated_text(review, paint)
     for release in review.changed_releases():
         yield from _release_text(review, release, paint)
+
+
+def _blast_radius_text(review: Review) -> Iterator[str]:
+    impacts = review.explanation.blast_radius
+    if not impacts:
+        return
+    yield "blast radius (files changed → releases built from them):"
+    for impact in impacts[:BLAST_RADIUS_LINES]:
+        yield f"  {impact.line()}"
+    if len(impacts) > BLAST_RADIUS_LINES:
+        yield f"  ... and {len(impacts) - BLAST_RADIUS_LINES} more file(s)"
 
 
 def _repeated_text(review: Review, paint: Any) -> Iterator[str]:
@@ -249,6 +277,11 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
     for error in (release.base_error, release.head_error):
         if error:
             yield paint(f"    {error}", "31")
+    changes = review.value_changes(release)
+    if changes:
+        yield "    values:"
+        for change in changes:
+            yield f"      {change.line()}"
     for diff in release.resources:
         yield from _resource_text(review, release, diff, paint)
 
@@ -309,6 +342,7 @@ def _environment() -> jinja2.Environment:
     )
     environment.filters["resource_title_for"] = _resource_title
     environment.filters["fence"] = fence
+    environment.filters["call"] = lambda function: function()
     return environment
 
 
@@ -335,4 +369,6 @@ def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
     """The Markdown report (also the body of the PR comment)."""
     environment = _environment()
     environment.globals["repeat_number"] = review.repeat_number
-    return environment.get_template(template).render(review=review, mark=_MARK)
+    return environment.get_template(template).render(
+        review=review, mark=_MARK, blast_radius_lines=BLAST_RADIUS_LINES
+    )

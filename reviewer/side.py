@@ -18,10 +18,10 @@ from reviewer.charts import ChartFetcher
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.plan import Plan, Planner
+from reviewer.plan import Plan, Planner, ReleasePlan
 from reviewer.redact import Redactor, redact_tree, replacement_map
 from reviewer.render import RenderCache, render_plan
-from reviewer.snapshot import RenderedRelease, Resource, Snapshot
+from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.sops import SopsDecoder
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
 from reviewer.workers import InProcessPool, Pool, ProcessPool
@@ -169,10 +169,21 @@ class _Recording:
 
 @dataclass
 class PlannedSide:
-    """A side's plan (real values) and the replacement map its secrets produce."""
+    """A side's plan (real values), its redacted twin and the replacement map between them."""
 
     plan: Plan
+    twin: Plan
     replacements: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SideRender:
+    """One rendered side: objects (not yet redacted), secrets map, and redacted plans."""
+
+    snapshot: Snapshot
+    replacements: dict[str, str]
+    plans: dict[ReleaseId, ReleasePlan]
+    """The redacted twin's release plans: values and provenance safe to show."""
 
 
 def plan_twins(
@@ -186,7 +197,7 @@ def plan_twins(
     recording = _Recording(secrets or NoSecrets())
     real = plan_side(root, options=options, renderer=renderer, secrets=recording)
     if not recording.used:
-        return PlannedSide(real)
+        return PlannedSide(real, real)
     twin = plan_side(
         root, options=options, renderer=renderer, secrets=_RedactedSecrets(recording.inner)
     )
@@ -196,7 +207,7 @@ def plan_twins(
         other = redacted.get(release.id)
         if other is not None:
             replacements.update(replacement_map(release.values, other.values))
-    return PlannedSide(real, replacements)
+    return PlannedSide(real, twin, replacements)
 
 
 def render_side(
@@ -206,13 +217,14 @@ def render_side(
     tools: Tools,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
-) -> tuple[Snapshot, dict[str, str]]:
-    """Plan and render one checkout: the unredacted snapshot and its replacement map."""
+) -> SideRender:
+    """Plan and render one checkout."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
     snapshot = render_plan(
         planned.plan, root=root, fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
     )
-    return snapshot, planned.replacements
+    plans = {release.id: release for release in planned.twin.releases}
+    return SideRender(snapshot, planned.replacements, plans)
 
 
 def keyless_warning(sources: list[str]) -> str | None:

@@ -84,14 +84,14 @@ class Repo:
     ) -> Snapshot:
         """Render every release in-process with the embedded engine (not redacted)."""
         with open_tooling(Tooling()) as tools:
-            snapshot, _ = render_side(
+            side = render_side(
                 self.root,
                 options=options or SideOptions(),
                 tools=tools,
                 renderer=TemplateRenderer(),
                 secrets=secrets,
             )
-        return snapshot
+        return side.snapshot
 
 
 @pytest.fixture

@@ -11,12 +11,14 @@ from reviewer import config as config_mod
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Side, Sides, directory_sides, git_sides
 from reviewer.console import Console
-from reviewer.diff import DifferChoice, DiffOptions, diff_snapshots
+from reviewer.diff import DifferChoice, DiffOptions, SnapshotDiff, diff_snapshots
 from reviewer.errors import ExitStatus
+from reviewer.explain import changed_files, explain
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
 from reviewer.side import (
     SideOptions,
+    SideRender,
     Tooling,
     Tools,
     keyless_warning,
@@ -24,7 +26,6 @@ from reviewer.side import (
     redact_snapshot,
     render_side,
 )
-from reviewer.snapshot import Snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 
 FORMATS = ("text", "markdown", "json")
@@ -72,14 +73,22 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
     return finish(pair, args.report, console)
 
 
-def finish(pair: RenderedPair, args: ReportArgs, console: Console) -> ExitStatus:
-    """Diff a rendered pair, write the report, and return the exit status."""
+def compare(pair: RenderedPair, args: ReportArgs) -> SnapshotDiff:
+    """The diff of a rendered pair with the report options' context, differ and noise rules."""
     options = DiffOptions(context=args.context, differ=args.differ, noise=pair.noise)
+    return diff_snapshots(pair.base, pair.head, options=options)
+
+
+def finish(
+    pair: RenderedPair, args: ReportArgs, console: Console, *, diff: SnapshotDiff | None = None
+) -> ExitStatus:
+    """Write the report of a rendered pair and return the exit status."""
     review = report.Review(
         base=pair.base_info,
         head=pair.head_info,
-        diff=diff_snapshots(pair.base, pair.head, options=options),
+        diff=diff if diff is not None else compare(pair, args),
         warnings=pair.warnings,
+        explanation=pair.explanation,
     )
     _write(review, args, console)
     if review.failed:
@@ -99,22 +108,29 @@ def _render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair
     decoder = SopsDecoder(keyless=args.secrets)
     with open_tooling(args.tooling) as tools:
         render = Renderer(options, tools, renderer, decoder)
-        base, base_map = render.side(sides.base, console)
-        head, head_map = render.side(sides.head, console)
+        base = render.side(sides.base, console)
+        head = render.side(sides.head, console)
     # Both sides are redacted with the union of their maps: a secret that the
     # change removes must not leak through the baseline, nor a new one through head.
-    redactor = Redactor({**base_map, **head_map})
-    base, head = redact_snapshot(base, redactor), redact_snapshot(head, redactor)
-    console.guard = redactor.guard().check
+    redactor = Redactor({**base.replacements, **head.replacements})
     warning = keyless_warning(decoder.keyless_sources)
-    return RenderedPair(
-        base=base,
-        head=head,
+    pair = RenderedPair(
+        base=redact_snapshot(base.snapshot, redactor),
+        head=redact_snapshot(head.snapshot, redactor),
         base_info=report.SideInfo(sides.base.ref, sides.base.sha),
         head_info=report.SideInfo(sides.head.ref, sides.head.sha),
         warnings=sides.warnings + ((warning,) if warning else ()),
         noise=settings.noise,
     )
+    explanation = explain(
+        base=base.plans,
+        head=head.plans,
+        files=changed_files(sides.base.root, sides.head.root),
+        diff=compare(pair, args.report),
+        redact=redactor.redact_manifest,
+    )
+    console.guard = redactor.guard().check
+    return replace(pair, explanation=explanation)
 
 
 @dataclass(frozen=True)
@@ -126,8 +142,8 @@ class Renderer:
     templates: TemplateRenderer
     decoder: SopsDecoder
 
-    def side(self, side: Side, console: Console) -> tuple[Snapshot, dict[str, str]]:
-        """Render one side: its unredacted snapshot and replacement map."""
+    def side(self, side: Side, console: Console) -> SideRender:
+        """Render one side (not yet redacted)."""
         console.info(f"rendering {side.label}: {side.ref}")
         cache = self.tools.cache
         rendered, reused = cache.rendered, cache.reused

@@ -1,0 +1,434 @@
+"""Explain: why releases change, and what else an edit touches.
+
+- values diff: the merged values each changed release received on both sides,
+  path by path (redacted: built from the redacted twin plans);
+- provenance: for every value path, the file and level that set it, and the
+  files it overrode;
+- blast radius: for every file that differs between the sides, the releases
+  built from it;
+- no-effect warnings: changed values that reached no rendered object, because
+  a higher level overrides them or because the chart ignores the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reviewer.diff import ReleaseStatus, SnapshotDiff
+from reviewer.plan import ReleasePlan
+from reviewer.semantic import ChangeKind, PathChange, format_path, semantic_diff
+from reviewer.snapshot import ReleaseId
+from reviewer.values import ATLAS, Layer
+
+CHART_DEFAULT = "chart default"
+Redact = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value came from: a file (or inline entry) and its hierarchy level."""
+
+    source: str
+    level: str
+
+    def __str__(self) -> str:
+        return f"{self.source} ({self.level})"
+
+
+_CHART = Origin("chart values.yaml", CHART_DEFAULT)
+_ATLAS = Origin("atlas context", "reviewer")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The origin that won for one path, and the ones it overrode (highest first)."""
+
+    winner: Origin
+    overridden: tuple[Origin, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValueChange:
+    """One changed value path of a release, with where it came from on each side."""
+
+    path: str
+    text: str  # e.g. `image.tag: "1.4.2" → "1.5.0"`
+    base: Origin | None
+    head: Origin | None
+
+    @classmethod
+    def of(cls, change: PathChange, base: Origin | None, head: Origin | None) -> ValueChange:
+        """From a path-level change and the winning origins on each side."""
+        return cls(format_path(change.path), change.lines()[0], base, head)
+
+    def line(self) -> str:
+        """`path: a → b  ← origin` (or `← base origin → head origin` when it moved)."""
+        text = self.text
+        if self.base == self.head or self.base is None or self.head is None:
+            origin = self.head or self.base
+            return f"{text}  ← {origin}" if origin else text
+        return f"{text}  ← {self.base} → {self.head}"
+
+
+@dataclass(frozen=True)
+class FileImpact:
+    """A file that differs between the sides and the releases built from it."""
+
+    file: str
+    releases: tuple[ReleaseId, ...]
+    changed: int
+
+    @property
+    def clusters(self) -> int:
+        """How many clusters those releases run in."""
+        return len({release.cluster for release in self.releases})
+
+    def line(self) -> str:
+        """`file → N releases in M clusters (K changed)`."""
+        if not self.releases:
+            return f"{self.file} → no release"
+        return (
+            f"{self.file} → {len(self.releases)} release(s) in {self.clusters} cluster(s), "
+            f"{self.changed} changed"
+        )
+
+
+@dataclass(frozen=True)
+class NoEffect:
+    """A changed value in a values file that changed no rendered object."""
+
+    file: str
+    path: str
+    reason: str
+
+    def line(self) -> str:
+        """The warning text."""
+        return f"{self.file}: {self.path} had no effect: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything the reports show about why things change."""
+
+    values: Mapping[ReleaseId, tuple[ValueChange, ...]] = field(default_factory=dict)
+    blast_radius: tuple[FileImpact, ...] = ()
+    no_effect: tuple[NoEffect, ...] = ()
+
+
+# --- provenance --------------------------------------------------------------------------------
+
+
+def _key_path(path: tuple[Any, ...]) -> tuple[str, ...]:
+    """The leading map keys of a path: lists are replaced whole by a merge."""
+    keys: list[str] = []
+    for segment in path:
+        if not isinstance(segment, str):
+            break
+        keys.append(segment)
+    return tuple(keys)
+
+
+def _defines(values: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+    """Whether a layer sets `keys` (or replaces one of its parents with a non-map)."""
+    node: Any = values
+    for depth, key in enumerate(keys):
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+        if depth < len(keys) - 1 and not isinstance(node, Mapping):
+            return True
+    return True
+
+
+def provenance(layers: Iterable[Layer], path: tuple[Any, ...]) -> Provenance:
+    """Which layer set `path` last (it wins) and which earlier layers it overrode."""
+    keys = _key_path(path)
+    if keys[:1] == (ATLAS,):
+        return Provenance(_ATLAS)
+    setters = [
+        Origin(layer.source, layer.level) for layer in layers if _defines(layer.values, keys)
+    ]
+    if not setters:
+        return Provenance(_CHART)
+    setters.reverse()
+    return Provenance(setters[0], tuple(setters[1:]))
+
+
+def leaf_provenance(plan: ReleasePlan) -> list[tuple[str, Any, Provenance]]:
+    """Every leaf of a release's values with its provenance, in path order."""
+    leaves = semantic_diff({}, plan.values)
+    return [
+        (format_path(change.path), change.after, provenance(plan.layers, change.path))
+        for change in leaves
+    ]
+
+
+# --- values diff -------------------------------------------------------------------------------
+
+
+def values_diff(
+    base: ReleasePlan | None, head: ReleasePlan | None, redact: Redact
+) -> tuple[ValueChange, ...]:
+    """Path-level changes of a release's merged values, each with its origins."""
+    before = redact(base.values) if base else {}
+    after = redact(head.values) if head else {}
+    result = []
+    for change in semantic_diff(before, after):
+        origin_base = provenance(base.layers, change.path).winner if base else None
+        origin_head = provenance(head.layers, change.path).winner if head else None
+        if change.kind is ChangeKind.REMOVED:
+            origin_head = None
+        if change.kind is ChangeKind.ADDED:
+            origin_base = None
+        result.append(ValueChange.of(change, origin_base, origin_head))
+    return tuple(result)
+
+
+# --- blast radius ------------------------------------------------------------------------------
+
+
+def _file_digests(root: Path) -> dict[str, str]:
+    digests: dict[str, str] = {}
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = [d for d in subdirectories if d != ".git"]
+        for name in files:
+            if name == ".git":  # a worktree's link to its repository
+                continue
+            path = Path(directory) / name
+            if path.is_file():
+                digests[path.relative_to(root).as_posix()] = hashlib.sha256(
+                    path.read_bytes()
+                ).hexdigest()
+    return digests
+
+
+def changed_files(base: Path, head: Path) -> list[str]:
+    """Repository-relative files added, removed or modified between two checkouts."""
+    old, new = _file_digests(base), _file_digests(head)
+    return sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+
+
+def _reads(plan: ReleasePlan, file: str) -> bool:
+    return any(file == used or file.startswith(used + "/") for used in plan.inputs)
+
+
+def blast_radius(
+    files: Iterable[str],
+    plans: Iterable[ReleasePlan],
+    status: Mapping[ReleaseId, ReleaseStatus],
+) -> tuple[FileImpact, ...]:
+    """For each changed file, the releases (of either side) built from it."""
+    plans = list(plans)
+    impacts = []
+    for file in files:
+        releases = sorted({plan.id for plan in plans if _reads(plan, file)})
+        changed = sum(
+            1 for rid in releases if status.get(rid) not in (None, ReleaseStatus.UNCHANGED)
+        )
+        impacts.append(FileImpact(file, tuple(releases), changed))
+    impacts.sort(key=lambda impact: (-len(impact.releases), impact.file))
+    return tuple(impacts)
+
+
+# --- no-effect warnings ------------------------------------------------------------------------
+
+
+def _value_at(values: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    node: Any = values
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+_MISSING = object()
+
+
+@dataclass
+class _Finding:
+    overridden_by: set[str] = field(default_factory=set)
+    effective: bool = False
+
+
+def no_effect(
+    base: Mapping[ReleaseId, ReleasePlan],
+    head: Mapping[ReleaseId, ReleasePlan],
+    changed: Iterable[str],
+    status: Mapping[ReleaseId, ReleaseStatus],
+) -> tuple[NoEffect, ...]:
+    """Changed values of changed files that no rendered object shows."""
+    wanted = set(changed)
+    findings: dict[tuple[str, str], _Finding] = {}
+    for rid in sorted(base.keys() & head.keys()):
+        old, new = base[rid], head[rid]
+        for source, before, after in _changed_layers(old.layers, new.layers, wanted):
+            for change in semantic_diff(before, after):
+                keys = _key_path(change.path)
+                finding = findings.setdefault((source, format_path(keys)), _Finding())
+                if _value_at(old.values, keys) == _value_at(new.values, keys):
+                    finding.overridden_by.add(str(provenance(new.layers, change.path).winner))
+                elif status.get(rid) is not ReleaseStatus.UNCHANGED:
+                    finding.effective = True
+    return tuple(
+        NoEffect(source, path, _reason(finding))
+        for (source, path), finding in sorted(findings.items())
+        if not finding.effective
+    )
+
+
+def _changed_layers(
+    old: Iterable[Layer], new: Iterable[Layer], wanted: set[str]
+) -> Iterable[tuple[str, dict[str, Any], dict[str, Any]]]:
+    before = {layer.source: layer.values for layer in old}
+    after = {layer.source: layer.values for layer in new}
+    for source in sorted(before.keys() | after.keys()):
+        if source in wanted and before.get(source) != after.get(source):
+            yield source, before.get(source, {}), after.get(source, {})
+
+
+def _reason(finding: _Finding) -> str:
+    if finding.overridden_by:
+        return "overridden by " + ", ".join(sorted(finding.overridden_by))
+    return "no rendered object changed (a key the chart does not use, or a typo?)"
+
+
+# --- all together ------------------------------------------------------------------------------
+
+
+def explain(
+    *,
+    base: Mapping[ReleaseId, ReleasePlan],
+    head: Mapping[ReleaseId, ReleasePlan],
+    files: Iterable[str],
+    diff: SnapshotDiff,
+    redact: Redact,
+) -> Explanation:
+    """Values diffs of changed releases, blast radius of changed files, no-effect warnings."""
+    files = list(files)
+    status = {release.id: release.status for release in diff.releases}
+    # Added and removed releases show all their objects; their values would add nothing.
+    changed = [rid for rid, state in status.items() if state is ReleaseStatus.CHANGED]
+    values = {
+        rid: values_diff(base.get(rid), head.get(rid), redact)
+        for rid in changed
+        if rid in base or rid in head
+    }
+    return Explanation(
+        values={rid: found for rid, found in values.items() if found},
+        blast_radius=blast_radius(files, [*base.values(), *head.values()], status),
+        no_effect=no_effect(base, head, files, status),
+    )
+
+
+# --- JSON (reports and saved shards) -----------------------------------------------------------
+
+
+def _origin_json(origin: Origin | None) -> dict[str, str] | None:
+    return None if origin is None else {"source": origin.source, "level": origin.level}
+
+
+def _origin(data: Any) -> Origin | None:
+    return None if not data else Origin(str(data["source"]), str(data["level"]))
+
+
+def value_change_json(change: ValueChange) -> dict[str, Any]:
+    """One value change as JSON."""
+    return {
+        "path": change.path,
+        "change": change.text,
+        "base": _origin_json(change.base),
+        "head": _origin_json(change.head),
+    }
+
+
+def to_json(explanation: Explanation) -> dict[str, Any]:
+    """The explanation as JSON (blast radius, no-effect warnings, values by release)."""
+    return {
+        "blastRadius": [
+            {
+                "file": impact.file,
+                "releases": [str(rid) for rid in impact.releases],
+                "clusters": impact.clusters,
+                "changed": impact.changed,
+            }
+            for impact in explanation.blast_radius
+        ],
+        "noEffect": [
+            {"file": item.file, "path": item.path, "reason": item.reason}
+            for item in explanation.no_effect
+        ],
+        "values": {
+            str(rid): [value_change_json(change) for change in changes]
+            for rid, changes in sorted(explanation.values.items())
+        },
+    }
+
+
+def from_json(data: Mapping[str, Any]) -> Explanation:
+    """Read back what `to_json` wrote."""
+    values = {
+        _release_id(rid): tuple(
+            ValueChange(str(c["path"]), str(c["change"]), _origin(c["base"]), _origin(c["head"]))
+            for c in changes
+        )
+        for rid, changes in (data.get("values") or {}).items()
+    }
+    impacts = tuple(
+        FileImpact(str(i["file"]), tuple(_release_id(r) for r in i["releases"]), int(i["changed"]))
+        for i in data.get("blastRadius") or []
+    )
+    no_effects = tuple(
+        NoEffect(str(n["file"]), str(n["path"]), str(n["reason"]))
+        for n in data.get("noEffect") or []
+    )
+    return Explanation(values=values, blast_radius=impacts, no_effect=no_effects)
+
+
+def _release_id(text: str) -> ReleaseId:
+    cluster, deployment, release = text.rsplit("/", 2)
+    return ReleaseId(cluster, deployment, release)
+
+
+def merge(explanations: Iterable[Explanation]) -> Explanation:
+    """One explanation from CI shards (each shard holds whole clusters)."""
+    explanations = list(explanations)
+    values: dict[ReleaseId, tuple[ValueChange, ...]] = {}
+    impacts: dict[str, tuple[list[ReleaseId], int]] = {}
+    for part in explanations:
+        values.update(part.values)
+        for impact in part.blast_radius:
+            releases, changed = impacts.setdefault(impact.file, ([], 0))
+            impacts[impact.file] = (releases + list(impact.releases), changed + impact.changed)
+    radius = tuple(
+        sorted(
+            (
+                FileImpact(file, tuple(sorted(rids)), changed)
+                for file, (rids, changed) in impacts.items()
+            ),
+            key=lambda impact: (-len(impact.releases), impact.file),
+        )
+    )
+    return Explanation(
+        values=values, blast_radius=radius, no_effect=_merged_no_effect(explanations)
+    )
+
+
+def _merged_no_effect(explanations: list[Explanation]) -> tuple[NoEffect, ...]:
+    """A value had no effect only if it had none in every shard that reads its file."""
+    kept: dict[tuple[str, str], NoEffect] = {}
+    for part in explanations:
+        for item in part.no_effect:
+            kept.setdefault((item.file, item.path), item)
+    for part in explanations:
+        mine = {(item.file, item.path) for item in part.no_effect}
+        reads = {impact.file for impact in part.blast_radius if impact.releases}
+        for key in list(kept):
+            if key[0] in reads and key not in mine:
+                del kept[key]
+    return tuple(kept[key] for key in sorted(kept))
