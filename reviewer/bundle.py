@@ -18,7 +18,7 @@ from reviewer.errors import ReviewerError
 from reviewer.explain import Explanation
 from reviewer.noise import NoiseRules
 from reviewer.report import SideInfo
-from reviewer.snapshot import Guard, Snapshot
+from reviewer.snapshot import Guard, ReleaseId, ResourceKey, Snapshot
 
 BUNDLE_SCHEMA = "reviewer.bundle/v1"
 
@@ -34,6 +34,8 @@ class RenderedPair:
     warnings: tuple[str, ...]
     noise: NoiseRules
     explanation: Explanation = field(default_factory=Explanation)
+    hidden: frozenset[tuple[ReleaseId, ResourceKey]] = frozenset()
+    """Objects whose only change is a secret whose redacted form did not change."""
 
 
 def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
@@ -52,6 +54,10 @@ def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
             "kinds": list(pair.noise.kinds),
         },
         "explain": explain_mod.to_json(pair.explanation),
+        "hidden": [
+            [str(rid), key.group, key.kind, key.namespace, key.name]
+            for rid, key in sorted(pair.hidden)
+        ],
     }
     text = json.dumps(meta, indent=2) + "\n"
     guard(text, "review.json")
@@ -75,6 +81,10 @@ def load(root: Path) -> RenderedPair:
         warnings=tuple(str(w) for w in meta.get("warnings", [])),
         noise=NoiseRules.from_mapping(meta.get("noise") or {}, source=str(meta_file)),
         explanation=explain_mod.from_json(meta.get("explain") or {}),
+        hidden=frozenset(
+            (explain_mod.release_id(str(rid)), ResourceKey(*map(str, key)))
+            for rid, *key in meta.get("hidden") or []
+        ),
     )
 
 
@@ -101,6 +111,7 @@ def merge(pairs: Sequence[RenderedPair]) -> RenderedPair:
         warnings=warnings,
         noise=first.noise,
         explanation=explain_mod.merge(pair.explanation for pair in pairs),
+        hidden=frozenset().union(*(pair.hidden for pair in pairs)),
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
@@ -47,6 +48,9 @@ DifferChoice = Literal["builtin", "dyff", "auto"]
 Differ = Literal["builtin", "dyff"]
 
 NO_FILE = "/dev/null"
+SECRET_ONLY_NOTE = "a secret value changed; its redacted form is the same, so no line shows it"
+HiddenChanges = AbstractSet[tuple[ReleaseId, ResourceKey]]
+"""Objects whose unredacted content differs between the sides while the redacted does not."""
 
 
 class ReleaseStatus(str, Enum):
@@ -139,6 +143,8 @@ class ResourceDiff:
     """dyff's report of the non-routine changes, when dyff was the differ."""
     similarity: float | None = None
     """For renames: how alike the two objects are, ignoring the name (0..1)."""
+    secret_only: bool = False
+    """The object's unredacted content changed but its redacted form did not."""
 
     @property
     def key(self) -> ResourceKey:
@@ -161,6 +167,8 @@ class ResourceDiff:
 
     def semantic_lines(self) -> list[str]:
         """The path-level view as text lines: dyff's report when it ran, else the built-in one."""
+        if self.secret_only:
+            return [SECRET_ONLY_NOTE]
         if self.dyff is not None:
             return self.dyff.splitlines()
         return [line for change in self.changes for line in change.lines()]
@@ -450,6 +458,7 @@ def _matcher(a: Sequence[str], b: Sequence[str]) -> difflib.SequenceMatcher[str]
 class _Settings:
     options: DiffOptions
     differ: Differ
+    hidden: HiddenChanges = frozenset()
 
 
 def file_label(side: Side, release_id: ReleaseId, key: ResourceKey) -> str:
@@ -473,7 +482,18 @@ def _diff_pair(pair: _Pair, settings: _Settings) -> ResourceDiff | None:
     """The diff of two paired objects; None when a same-key pair is identical."""
     base, head = pair.base, pair.head
     if pair.status is ResourceStatus.CHANGED and base.body == head.body:
-        return None
+        if (pair.head_id, head.key) not in settings.hidden:
+            return None
+        return ResourceDiff(
+            status=pair.status,
+            base_release=pair.base_id,
+            head_release=pair.head_id,
+            base_key=base.key,
+            head_key=head.key,
+            base_api_version=base.api_version,
+            head_api_version=head.api_version,
+            secret_only=True,
+        )
     kind_rule = settings.options.noise.kind_rule(head.key)
     changes, routine = _classify(
         semantic_diff(base.body, head.body), settings.options.noise, kind_rule
@@ -569,9 +589,15 @@ def _diff_one_side(
 # --- assembling the result ---------------------------------------------------------------------
 
 
-def diff_snapshots(base: Snapshot, head: Snapshot, *, options: DiffOptions) -> SnapshotDiff:
-    """Pair releases and objects of two snapshots and describe every difference."""
-    settings = _Settings(options, resolve_differ(options.differ))
+def diff_snapshots(
+    base: Snapshot, head: Snapshot, *, options: DiffOptions, hidden: HiddenChanges = frozenset()
+) -> SnapshotDiff:
+    """Pair releases and objects of two snapshots and describe every difference.
+
+    `hidden` names objects whose only change is invisible after redaction: they
+    are reported as changed with a note instead of being dropped as identical.
+    """
+    settings = _Settings(options, resolve_differ(options.differ), hidden)
     old, new = base.by_id(), head.by_id()
     old.update(_stand_ins(base, new))
     new.update(_stand_ins(head, old))

@@ -373,14 +373,14 @@ def to_json(explanation: Explanation) -> dict[str, Any]:
 def from_json(data: Mapping[str, Any]) -> Explanation:
     """Read back what `to_json` wrote."""
     values = {
-        _release_id(rid): tuple(
+        release_id(rid): tuple(
             ValueChange(str(c["path"]), str(c["change"]), _origin(c["base"]), _origin(c["head"]))
             for c in changes
         )
         for rid, changes in (data.get("values") or {}).items()
     }
     impacts = tuple(
-        FileImpact(str(i["file"]), tuple(_release_id(r) for r in i["releases"]), int(i["changed"]))
+        FileImpact(str(i["file"]), tuple(release_id(r) for r in i["releases"]), int(i["changed"]))
         for i in data.get("blastRadius") or []
     )
     no_effects = tuple(
@@ -390,7 +390,8 @@ def from_json(data: Mapping[str, Any]) -> Explanation:
     return Explanation(values=values, blast_radius=impacts, no_effect=no_effects)
 
 
-def _release_id(text: str) -> ReleaseId:
+def release_id(text: str) -> ReleaseId:
+    """Parse `cluster/deployment/release` (the cluster path may hold slashes)."""
     cluster, deployment, release = text.rsplit("/", 2)
     return ReleaseId(cluster, deployment, release)
 

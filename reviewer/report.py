@@ -190,6 +190,7 @@ def _resource_json(release: ReleaseDiff, diff: ResourceDiff) -> dict[str, Any]:
         "changes": [str(change) for change in diff.changes],
         "routine": [str(item) for item in diff.routine],
         "routineOnly": diff.routine_only,
+        "secretOnly": diff.secret_only,
     }
     if diff.status is ResourceStatus.MOVED:
         entry["from"] = str(diff.base_release)

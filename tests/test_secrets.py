@@ -407,3 +407,25 @@ def test_tampered_sops_file_fails_only_its_deployment(
     error = next(r["error"] for r in index["releases"] if r["deployment"] == "d")
     assert "deployments/c/apps/d/values.sops.yaml: cannot decrypt" in error
     assert "hunter2" not in error + capsys.readouterr().err
+
+
+def test_same_shape_secret_change_still_shows_as_a_change(
+    secret_git: GitRepo, age_key: AgeIdentity, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "old-a-passw0rd" and "new-a-passw0rd" redact to the same "RED-R-REDACTED".
+    sops_file(
+        secret_git,
+        "deployments/a/apps/d/values.sops.yaml",
+        {"db": {"password": "new-a-passw0rd"}},
+        age_key,
+    )
+    report, out = diff_json(secret_git, capsys)
+    assert "passw0rd" not in out
+    release = next(r for r in report["releases"] if r["cluster"] == "a")
+    assert release["status"] == "changed"
+    config = next(r for r in release["resources"] if r["kind"] == "ConfigMap")
+    assert config["status"] == "changed" and config["secretOnly"] is True
+    assert config["diff"] == "" and config["changes"] == []
+    with pytest.raises(SystemExit):
+        main(["diff", "--repo", str(secret_git.root), "--base", "main"])
+    assert "a secret value changed; its redacted form is the same" in capsys.readouterr().out

@@ -26,6 +26,7 @@ from reviewer.side import (
     redact_snapshot,
     render_side,
 )
+from reviewer.snapshot import ReleaseId, ResourceKey, Snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 
 FORMATS = ("text", "markdown", "json")
@@ -76,7 +77,7 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
 def compare(pair: RenderedPair, args: ReportArgs) -> SnapshotDiff:
     """The diff of a rendered pair with the report options' context, differ and noise rules."""
     options = DiffOptions(context=args.context, differ=args.differ, noise=pair.noise)
-    return diff_snapshots(pair.base, pair.head, options=options)
+    return diff_snapshots(pair.base, pair.head, options=options, hidden=pair.hidden)
 
 
 def finish(
@@ -114,13 +115,16 @@ def _render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair
     # change removes must not leak through the baseline, nor a new one through head.
     redactor = Redactor({**base.replacements, **head.replacements})
     warning = keyless_warning(decoder.keyless_sources)
+    redacted_base = redact_snapshot(base.snapshot, redactor)
+    redacted_head = redact_snapshot(head.snapshot, redactor)
     pair = RenderedPair(
-        base=redact_snapshot(base.snapshot, redactor),
-        head=redact_snapshot(head.snapshot, redactor),
+        base=redacted_base,
+        head=redacted_head,
         base_info=report.SideInfo(sides.base.ref, sides.base.sha),
         head_info=report.SideInfo(sides.head.ref, sides.head.sha),
         warnings=sides.warnings + ((warning,) if warning else ()),
         noise=settings.noise,
+        hidden=hidden_changes(base.snapshot, head.snapshot, redacted_base, redacted_head),
     )
     explanation = explain(
         base=base.plans,
@@ -131,6 +135,32 @@ def _render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair
     )
     console.guard = redactor.guard().check
     return replace(pair, explanation=explanation)
+
+
+def hidden_changes(
+    base: Snapshot, head: Snapshot, redacted_base: Snapshot, redacted_head: Snapshot
+) -> frozenset[tuple[ReleaseId, ResourceKey]]:
+    """Objects whose unredacted content differs while their redacted content does not."""
+    found: set[tuple[ReleaseId, ResourceKey]] = set()
+    old, old_redacted = base.by_id(), redacted_base.by_id()
+    new_redacted = redacted_head.by_id()
+    for release in head.releases:
+        before, shown_before = old.get(release.id), old_redacted.get(release.id)
+        shown_after = new_redacted.get(release.id)
+        if before is None or shown_before is None or shown_after is None:
+            continue
+        real = {r.key: r.body for r in before.resources}
+        shown = {r.key: r.body for r in shown_before.resources}
+        after_shown = {r.key: r.body for r in shown_after.resources}
+        for resource in release.resources:
+            key = resource.key
+            if (
+                key in real
+                and real[key] != resource.body
+                and shown.get(key) == after_shown.get(key)
+            ):
+                found.add((release.id, key))
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
