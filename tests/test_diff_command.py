@@ -271,6 +271,7 @@ def test_demonstration_change_json_report_field_by_field(
         "changes": ["spec.replicas: 3 → 4"],
         "routine": [],
         "routineOnly": False,
+        "secretOnly": False,
     }
     assert "-  replicas: 3\n+  replicas: 4\n" in deployment["diff"]
     docs = by_id["sandbox/docs/docs-web"]
@@ -280,6 +281,20 @@ def test_demonstration_change_json_report_field_by_field(
         ("Service", "added"),
         ("ConfigMap", "added"),
     }
+    assert search["values"] == [
+        {
+            "path": "replicaCount",
+            "change": "replicaCount: 3 → 4",
+            "base": {
+                "source": "deployments/production/group.values.yaml",
+                "level": "group production",
+            },
+            "head": {
+                "source": "deployments/production/group.values.yaml",
+                "level": "group production",
+            },
+        }
+    ]
     previews = by_id["staging/stg-1/previews/web-checkout-v2"]
     image_changes = [c for r in previews["resources"] for c in r["changes"] if "image" in c]
     assert image_changes == [
@@ -288,6 +303,20 @@ def test_demonstration_change_json_report_field_by_field(
     ]
     (group,) = report["groups"]
     assert group["status"] == "changed" and len(group["releases"]) == 5
+    radius = {impact["file"]: impact for impact in report["explain"]["blastRadius"]}
+    assert set(radius) == {
+        "deployments/production/group.values.yaml",
+        "deployments/sandbox/apps/docs/deployment.yaml",
+        "deployments/sandbox/apps/playground/deployment.yaml",
+        "deployments/staging/stg-1/apps/previews/deployment.yaml",
+    }
+    group_values = radius["deployments/production/group.values.yaml"]
+    assert (len(group_values["releases"]), group_values["clusters"], group_values["changed"]) == (
+        13,
+        2,
+        5,
+    )
+    assert report["explain"]["noEffect"] == []
 
 
 def test_reproduction_command_from_diff_reproduces_in_a_shell(
