@@ -12,13 +12,16 @@ from pathlib import Path
 import click
 
 from reviewer import __version__
+from reviewer.commands import ci as ci_cmd
 from reviewer.commands import diff as diff_cmd
 from reviewer.commands import explain as explain_cmd
 from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
+from reviewer.config import CONFIG_FILE
 from reviewer.console import Console
 from reviewer.diff import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.publish import CommentMode, StatusKind
 from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 
@@ -85,6 +88,13 @@ _REPO = click.argument(
 
 
 def _layout_options(function: click.decorators.FC) -> click.decorators.FC:
+    function = click.option(
+        "--config",
+        "config_file",
+        default=CONFIG_FILE,
+        show_default=True,
+        help="Settings file relative to the repository (diff: read from the base side).",
+    )(function)
     function = click.option(
         "--definitions",
         default=None,
@@ -176,12 +186,15 @@ def render(
     cache_dir: str | None,
     offline: bool,
     jobs: int | None,
+    config_file: str,
     definitions: str | None,
     templates: str | None,
 ) -> None:
     """Render every release of REPO (default: current directory) into --out."""
     options = SideOptions(
-        selection=Selection(clusters=clusters, deployments=deployments), display_root=repo
+        selection=Selection(clusters=clusters, deployments=deployments),
+        display_root=repo,
+        config_file=config_file,
     )
     args = render_cmd.RenderArgs(
         repo=Path(repo),
@@ -245,6 +258,7 @@ def diff(
     cache_dir: str | None,
     offline: bool,
     jobs: int | None,
+    config_file: str,
     definitions: str | None,
     templates: str | None,
 ) -> None:
@@ -262,6 +276,7 @@ def diff(
         options=SideOptions(
             selection=Selection(clusters=clusters, deployments=deployments, shard=_shard(shard)),
             display_root=repo,
+            config_file=config_file,
         ),
         definitions=definitions,
         templates=templates,
@@ -326,6 +341,171 @@ def explain(
         secrets=_SECRETS_MODES[secrets],
     )
     sys.exit(explain_cmd.run(args, Console()))
+
+
+@cli.command()
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Repository (or a directory inside it), checked out at the PR's merge commit.",
+)
+@click.option(
+    "--head",
+    default="HEAD",
+    show_default=True,
+    help="The checked-out commit: GitHub's merge commit, or the PR head.",
+)
+@click.option("--base", help="Target branch when --head is not a merge commit [default: event].")
+@click.option("--pr", type=click.IntRange(min=1), help="Pull request number [default: event].")
+@click.option("--pr-head", help="The PR's head commit SHA [default: event].")
+@click.option("--repository", help="OWNER/NAME [default: $GITHUB_REPOSITORY].")
+@click.option(
+    "--api-url",
+    help="REST API base URL, e.g. https://ghe.example.com/api/v3 "
+    "[default: $GITHUB_API_URL, else https://api.github.com].",
+)
+@click.option("--server-url", help="Web URL for commit links [default: $GITHUB_SERVER_URL].")
+@click.option("--run-url", help="CI run to link in the footer [default: from $GITHUB_RUN_ID].")
+@click.option(
+    "--key",
+    default="default",
+    show_default=True,
+    help="Comment key, so several reviewers can comment on one PR.",
+)
+@click.option(
+    "--comment-mode",
+    type=click.Choice([mode.value for mode in CommentMode]),
+    default=CommentMode.UPDATE.value,
+    show_default=True,
+    help="update: edit in place; recreate: post anew; hide-outdated: new comments per commit.",
+)
+@click.option(
+    "--max-parts",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Comments one report may span before it degrades to its summary.",
+)
+@click.option(
+    "--status",
+    "status_kind",
+    type=click.Choice([kind.value for kind in StatusKind]),
+    default=StatusKind.STATUS.value,
+    show_default=True,
+    help="Report the result on the PR head as a commit status, a check run, or not at all.",
+)
+@click.option("--fail-on-changes", is_flag=True, help="Changes fail the status and exit with 2.")
+@click.option("--dry-run", is_flag=True, help="Print the comments; post nothing.")
+@click.option("--render-only", is_flag=True, help="Render and write --output-dir; post nothing.")
+@click.option(
+    "--from-artifact",
+    type=click.Path(exists=True, file_okay=False),
+    help="Post a report bundle rendered by an earlier (untrusted) run instead of rendering.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    help="Write report.md, report.json and pr.json here (the report artifact).",
+)
+@click.option("--artifact-name", default="reviewer-report", show_default=True)
+@click.option(
+    "--token-env",
+    default="GITHUB_TOKEN",
+    show_default=True,
+    help="Environment variable that holds the API token.",
+)
+@click.option(
+    "--context",
+    "-U",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Context lines in unified diffs.",
+)
+@click.option(
+    "--differ",
+    type=click.Choice(["builtin", "dyff", "auto"]),
+    default="auto",
+    show_default=True,
+    help="Path-level differ (auto: dyff when installed).",
+)
+@_layout_options
+def ci(
+    repo: str,
+    head: str,
+    base: str | None,
+    pr: int | None,
+    pr_head: str | None,
+    repository: str | None,
+    api_url: str | None,
+    server_url: str | None,
+    run_url: str | None,
+    key: str,
+    comment_mode: str,
+    max_parts: int,
+    status_kind: str,
+    fail_on_changes: bool,
+    dry_run: bool,
+    render_only: bool,
+    from_artifact: str | None,
+    output_dir: str | None,
+    artifact_name: str,
+    token_env: str,
+    context: int,
+    differ: DifferChoice,
+    clusters: tuple[str, ...],
+    deployments: tuple[str, ...],
+    secrets: str,
+    helm_engine: str,
+    helm_binary: str | None,
+    cache_dir: str | None,
+    offline: bool,
+    jobs: int | None,
+    config_file: str,
+    definitions: str | None,
+    templates: str | None,
+) -> None:
+    """Review a pull request in CI: render target and merge result, comment, set the status."""
+    if dry_run and render_only:
+        raise click.UsageError("--dry-run and --render-only exclude each other")
+    if from_artifact and render_only:
+        raise click.UsageError("--from-artifact posts a rendered bundle: drop --render-only")
+    args = ci_cmd.CiArgs(
+        repo=Path(repo),
+        head=head,
+        base=base,
+        pr=pr,
+        pr_head=pr_head,
+        repository=repository,
+        api_url=api_url,
+        server_url=server_url,
+        run_url=run_url,
+        key=key,
+        mode=CommentMode(comment_mode),
+        max_parts=max_parts,
+        status=StatusKind(status_kind),
+        fail_on_changes=fail_on_changes,
+        dry_run=dry_run,
+        render_only=render_only,
+        from_artifact=Path(from_artifact) if from_artifact else None,
+        output_dir=Path(output_dir) if output_dir else None,
+        artifact_name=artifact_name,
+        token_env=token_env,
+        options=SideOptions(
+            selection=Selection(clusters=clusters, deployments=deployments),
+            display_root=repo,
+            config_file=config_file,
+        ),
+        definitions=definitions,
+        templates=templates,
+        context=context,
+        differ=differ,
+        secrets=_SECRETS_MODES[secrets],
+        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
+    )
+    sys.exit(ci_cmd.run(args, Console()))
 
 
 def _shard(text: str | None) -> Shard | None:

@@ -23,6 +23,7 @@ from reviewer import yamlio
 from reviewer.discover import Layout
 from reviewer.errors import ConfigError
 from reviewer.noise import NoiseRules
+from reviewer.paths import inside
 
 CONFIG_FILE = ".reviewer.yaml"
 _KEYS = ("definitions", "templates", "noise")
@@ -36,23 +37,29 @@ class RepoConfig:
     noise: NoiseRules = field(default_factory=NoiseRules)
 
 
-def load(root: Path) -> RepoConfig:
-    """Read `.reviewer.yaml` at `root`; a missing file gives the defaults."""
-    path = root / CONFIG_FILE
+def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
+    """Read the settings file `name` (default `.reviewer.yaml`) at `root`.
+
+    The default file may be absent (defaults apply); a file named explicitly must exist.
+    """
+    source = inside(root, ".", name, file=name, field="config")
+    path = root / source
     if not path.is_file():
+        if name != CONFIG_FILE:
+            raise ConfigError(name, "settings file not found in the repository", field="config")
         return RepoConfig()
-    data = yamlio.read_mapping(path, source=CONFIG_FILE)
+    data = yamlio.read_mapping(path, source=source)
     for key in data:
         if key not in _KEYS:
-            raise ConfigError(CONFIG_FILE, f"unknown key; allowed: {', '.join(_KEYS)}", field=key)
+            raise ConfigError(source, f"unknown key; allowed: {', '.join(_KEYS)}", field=key)
     layout = Layout(
-        definitions=_directory(data, "definitions", Layout.definitions),
-        templates=_directory(data, "templates", Layout.templates),
+        definitions=_directory(data, "definitions", Layout.definitions, source),
+        templates=_directory(data, "templates", Layout.templates, source),
     )
     noise = data.get("noise") or {}
     if not isinstance(noise, dict):
-        raise ConfigError(CONFIG_FILE, "must be a map", field="noise")
-    return RepoConfig(layout=layout, noise=NoiseRules.from_mapping(noise, source=CONFIG_FILE))
+        raise ConfigError(source, "must be a map", field="noise")
+    return RepoConfig(layout=layout, noise=NoiseRules.from_mapping(noise, source=source))
 
 
 def with_overrides(config: RepoConfig, *, definitions: str | None, templates: str | None) -> Layout:
@@ -63,10 +70,8 @@ def with_overrides(config: RepoConfig, *, definitions: str | None, templates: st
     )
 
 
-def _directory(data: dict[str, object], key: str, default: str) -> str:
+def _directory(data: dict[str, object], key: str, default: str, source: str) -> str:
     value = data.get(key, default)
     if not isinstance(value, str) or not value or value.startswith("/") or ".." in value.split("/"):
-        raise ConfigError(
-            CONFIG_FILE, "must be a relative directory inside the repository", field=key
-        )
+        raise ConfigError(source, "must be a relative directory inside the repository", field=key)
     return value.strip("/")

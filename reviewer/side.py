@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer.charts import ChartFetcher
+from reviewer.config import CONFIG_FILE
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
 from reviewer.gotmpl import TemplateRenderer
@@ -76,6 +77,8 @@ class SideOptions:
     layout: Layout = field(default_factory=Layout)
     selection: Selection = field(default_factory=Selection)
     display_root: str = "."
+    config_file: str = CONFIG_FILE
+    """The settings file, relative to the repository root (read from the base side)."""
 
 
 @dataclass(frozen=True)

@@ -339,3 +339,26 @@ def test_reproduction_command_from_diff_reproduces_in_a_shell(
     )
     assert done.returncode == ExitStatus.RENDER_FAILED
     assert "no tiers" in done.stderr
+
+
+def test_noise_rules_come_from_the_base_side_and_config_is_selectable(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write("review/settings.yaml", "noise: {paths: ['data.values']}\n")
+    fleet.commit("settings on main")
+    git(fleet.root, "branch", "--quiet", "-f", "main")
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    # The change also tries to hide itself: the base side's settings decide.
+    fleet.write(".reviewer.yaml", "noise: {kinds: [ConfigMap]}\n")
+    report = json_diff(fleet, capsys, "--base", "main")
+    release = next(r for r in report["releases"] if r["cluster"] == "prod/eu")
+    assert release["routineOnly"] is False and release["resources"][0]["changes"]
+
+    report = json_diff(fleet, capsys, "--base", "main", "--config", "review/settings.yaml")
+    release = next(r for r in report["releases"] if r["cluster"] == "prod/eu")
+    assert release["routineOnly"] is True
+    assert report["summary"]["routine"] == {"paths: data.values": 2}
+
+    code, _, err = run_diff(["--repo", str(fleet.root), "--config", "missing.yaml"], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "missing.yaml: config: settings file not found in the repository" in err

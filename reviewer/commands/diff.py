@@ -64,10 +64,10 @@ class DiffArgs:
 def run(args: DiffArgs, console: Console) -> ExitStatus:
     """Render both sides, diff, write the report; the exit status follows README.md."""
     if args.directories is not None:
-        pair = _render_pair(directory_sides(*args.directories), args, console)
+        pair = render_pair(directory_sides(*args.directories), args, console)
     else:
         with git_sides(args.repo, base=args.base, head=args.head, merge=args.merge) as sides:
-            pair = _render_pair(sides, args, console)
+            pair = render_pair(sides, args, console)
     if args.save is not None:
         bundle.save(pair, args.save, guard=console.check)
         console.info(f"rendered sides saved to {args.save}")
@@ -80,17 +80,24 @@ def compare(pair: RenderedPair, args: ReportArgs) -> SnapshotDiff:
     return diff_snapshots(pair.base, pair.head, options=options, hidden=pair.hidden)
 
 
-def finish(
-    pair: RenderedPair, args: ReportArgs, console: Console, *, diff: SnapshotDiff | None = None
-) -> ExitStatus:
-    """Write the report of a rendered pair and return the exit status."""
-    review = report.Review(
+def review_of(
+    pair: RenderedPair, args: ReportArgs, *, diff: SnapshotDiff | None = None
+) -> report.Review:
+    """What the reports show for a rendered pair."""
+    return report.Review(
         base=pair.base_info,
         head=pair.head_info,
         diff=diff if diff is not None else compare(pair, args),
         warnings=pair.warnings,
         explanation=pair.explanation,
     )
+
+
+def finish(
+    pair: RenderedPair, args: ReportArgs, console: Console, *, diff: SnapshotDiff | None = None
+) -> ExitStatus:
+    """Write the report of a rendered pair and return the exit status."""
+    review = review_of(pair, args, diff=diff)
     _write(review, args, console)
     if review.failed:
         return ExitStatus.RENDER_FAILED
@@ -99,8 +106,9 @@ def finish(
     return ExitStatus.OK
 
 
-def _render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair:
-    settings = config_mod.load(sides.base.root)
+def render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair:
+    """Render, redact and explain both sides; afterwards the console guards every line."""
+    settings = config_mod.load(sides.base.root, args.options.config_file)
     layout = config_mod.with_overrides(
         settings, definitions=args.definitions, templates=args.templates
     )

@@ -43,7 +43,9 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     if not args.redact and args.in_ci:
         raise ReviewerError("--no-redact is refused in CI: rendered output would expose secrets")
     layout = config_mod.with_overrides(
-        config_mod.load(args.repo), definitions=args.definitions, templates=args.templates
+        config_mod.load(args.repo, args.options.config_file),
+        definitions=args.definitions,
+        templates=args.templates,
     )
     options = replace(args.options, layout=layout)
     decoder = SopsDecoder(keyless=args.secrets)

@@ -1,0 +1,233 @@
+"""What a GitHub Actions run tells us: the event payload and the `GITHUB_*` environment.
+
+Only numbers, SHAs and refs are read from the payload (titles and bodies are attacker-written
+on pull requests) and each is checked before use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reviewer.errors import ReviewerError
+from reviewer.report import REPORT_SCHEMA
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_SERVER_URL = "https://github.com"
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+
+SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The pull request a run reviews."""
+
+    number: int
+    head_sha: str | None = None
+    base_sha: str | None = None
+    base_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionsContext:
+    """The parts of a run's environment and event that `reviewer ci` uses."""
+
+    event_name: str | None = None
+    repository: str | None = None
+    api_url: str = DEFAULT_API_URL
+    server_url: str = DEFAULT_SERVER_URL
+    run_url: str | None = None
+    pull: PullRequest | None = None
+    workflow_run_head_sha: str | None = None
+    """For `workflow_run` events: the commit the triggering run built (trusted)."""
+    output_path: Path | None = None
+    summary_path: Path | None = None
+
+
+def load(env: Mapping[str, str]) -> ActionsContext:
+    """Read `GITHUB_*` variables and, when `GITHUB_EVENT_PATH` is set, the event payload."""
+    event_name = env.get("GITHUB_EVENT_NAME") or None
+    payload = _payload(env.get("GITHUB_EVENT_PATH"))
+    repository = env.get("GITHUB_REPOSITORY") or _get(payload, "repository", "full_name")
+    server_url = (env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL).rstrip("/")
+    return ActionsContext(
+        event_name=event_name,
+        repository=check_repository(repository) if repository else None,
+        api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+        server_url=server_url,
+        run_url=_run_url(server_url, repository, env.get("GITHUB_RUN_ID")),
+        pull=_pull(payload) if event_name in PULL_REQUEST_EVENTS else None,
+        workflow_run_head_sha=_workflow_run_sha(payload) if event_name == "workflow_run" else None,
+        output_path=_path(env.get("GITHUB_OUTPUT")),
+        summary_path=_path(env.get("GITHUB_STEP_SUMMARY")),
+    )
+
+
+def _payload(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReviewerError(f"cannot read the event payload: {exc}", file=path) from None
+    if not isinstance(data, dict):
+        raise ReviewerError("the event payload is not a JSON object", file=path)
+    return data
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _pull(payload: dict[str, Any]) -> PullRequest:
+    number = _get(payload, "pull_request", "number")
+    if not isinstance(number, int) or number <= 0:
+        raise ReviewerError("the event payload has no pull_request.number")
+    base_ref = _get(payload, "pull_request", "base", "ref")
+    return PullRequest(
+        number=number,
+        head_sha=check_sha(_get(payload, "pull_request", "head", "sha"), "pull_request.head.sha"),
+        base_sha=check_sha(_get(payload, "pull_request", "base", "sha"), "pull_request.base.sha"),
+        base_ref=base_ref if isinstance(base_ref, str) else None,
+    )
+
+
+def _workflow_run_sha(payload: dict[str, Any]) -> str | None:
+    return check_sha(_get(payload, "workflow_run", "head_sha"), "workflow_run.head_sha")
+
+
+def check_sha(value: Any, what: str) -> str | None:
+    """`value` if it is a full commit SHA, None when absent; an error for anything else."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not SHA.fullmatch(value):
+        raise ReviewerError(f"{what} is not a commit SHA")
+    return value
+
+
+def check_repository(value: Any) -> str:
+    """`value` if it looks like `owner/name`."""
+    if not isinstance(value, str) or not REPOSITORY.fullmatch(value):
+        raise ReviewerError("the repository must be given as OWNER/NAME")
+    return value
+
+
+def _run_url(server_url: str, repository: str | None, run_id: str | None) -> str | None:
+    if not (repository and run_id and run_id.isdigit()):
+        return None
+    return f"{server_url}/{repository}/actions/runs/{run_id}"
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def write_outputs(path: Path, values: Mapping[str, str]) -> None:
+    """Append step outputs to the `GITHUB_OUTPUT` file (heredoc form for multi-line values)."""
+    with path.open("a", encoding="utf-8") as out:
+        for name, value in values.items():
+            if "\n" in value:
+                delimiter = f"EOF_{uuid.uuid4().hex}"
+                out.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+            else:
+                out.write(f"{name}={value}\n")
+
+
+# --- the report artifact: handed from a `pull_request` run to a `workflow_run` run -----------
+
+ARTIFACT_SCHEMA = "reviewer.artifact/v1"
+ARTIFACT_FILES = {"report.md": 32 << 20, "report.json": 64 << 20, "pr.json": 64 << 10}
+"""Files of an artifact and the largest size accepted for each when reading one back."""
+_MARKER_START = re.compile(r"<!--\s*reviewer:sticky", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A rendered review: what a later, privileged run may post."""
+
+    number: int
+    head_sha: str
+    markdown: str
+    report: dict[str, Any]
+
+    @property
+    def errors(self) -> int:
+        """Merge-side render failures."""
+        return len(self.report["head"]["errors"])
+
+    @property
+    def changed(self) -> bool:
+        """Whether any release is added, removed or changed."""
+        changing = ("added", "removed", "changed")
+        return any(release.get("status") in changing for release in self.report["releases"])
+
+
+def write_artifact(directory: Path, artifact: Artifact, *, report_json: str) -> None:
+    """Write the artifact's files (the report users download, and what a later run posts)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {"schema": ARTIFACT_SCHEMA, "number": artifact.number, "head_sha": artifact.head_sha}
+    (directory / "report.md").write_text(artifact.markdown, encoding="utf-8")
+    (directory / "report.json").write_text(report_json, encoding="utf-8")
+    (directory / "pr.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def read_artifact(directory: Path) -> Artifact:
+    """Read an artifact made by an untrusted run: every file and field is checked before use."""
+    texts = {name: _artifact_file(directory, name, limit) for name, limit in ARTIFACT_FILES.items()}
+    meta = _json_object(texts["pr.json"], "pr.json")
+    report = _json_object(texts["report.json"], "report.json")
+    if meta.get("schema") != ARTIFACT_SCHEMA or report.get("schema") != REPORT_SCHEMA:
+        raise ReviewerError("the report artifact has an unknown schema", file=str(directory))
+    number = meta.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        raise ReviewerError("pr.json: number is not a pull request number", file=str(directory))
+    _check_report(report, directory)
+    head_sha = check_sha(meta.get("head_sha"), "pr.json head_sha")
+    if head_sha is None:
+        raise ReviewerError("pr.json has no head_sha", file=str(directory))
+    # Our markers are only ever written by us, on the first line: defuse look-alikes.
+    markdown = _MARKER_START.sub("<!-- quoted", texts["report.md"].replace("\x00", ""))
+    return Artifact(number, head_sha, markdown, report)
+
+
+def _artifact_file(directory: Path, name: str, limit: int) -> str:
+    path = directory / name
+    if path.is_symlink() or not path.is_file():
+        raise ReviewerError(f"{name} is missing or not a regular file", file=str(directory))
+    if path.stat().st_size > limit:
+        raise ReviewerError(f"{name} is larger than {limit} bytes", file=str(directory))
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ReviewerError(f"{name} is not UTF-8 text", file=str(directory)) from None
+
+
+def _json_object(text: str, name: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ReviewerError(f"{name} is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ReviewerError(f"{name} is not a JSON object")
+    return data
+
+
+def _check_report(report: dict[str, Any], directory: Path) -> None:
+    head = report.get("head")
+    releases = report.get("releases")
+    if not (
+        isinstance(head, dict)
+        and isinstance(head.get("errors"), list)
+        and isinstance(releases, list)
+        and all(isinstance(release, dict) for release in releases)
+    ):
+        raise ReviewerError("report.json does not look like a reviewer report", file=str(directory))

@@ -1,0 +1,471 @@
+"""Publishing to GitHub: sticky comments, commit status or check run, and the job summary.
+
+Every call goes through one chokepoint that spaces writes at least a second apart (secondary
+rate limits), retries 5xx and rate-limit answers (honouring `retry-after`), and turns failures
+into `PublishError`s whose text never contains the token. Only comments written by the token's
+own user and carrying our marker with our key are ever edited, hidden or deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TypeVar
+
+from github import Auth, Github, GithubException
+from github.GithubObject import NotSet
+from github.IssueComment import IssueComment
+
+from reviewer import __version__
+from reviewer.comment import Marker, Part, bodies_fit, clip, truncate_markdown
+from reviewer.errors import ReviewerError
+
+T = TypeVar("T")
+
+JOB_SUMMARY_LIMIT = 1024 * 1024
+"""`$GITHUB_STEP_SUMMARY` accepts at most 1 MiB per step."""
+CHECK_TEXT_LIMIT = 65_535
+"""Check-run `output.summary` limit, in characters."""
+MAX_WAIT = 900.0
+"""Longest single wait for a rate limit before giving up (seconds)."""
+_SECONDARY = ("secondary rate limit", "abuse detection", "please retry your request again later")
+
+
+class CommentMode(str, Enum):
+    """How re-runs treat the comments of earlier runs."""
+
+    UPDATE = "update"  # edit in place
+    RECREATE = "recreate"  # post anew at the bottom, delete the old ones
+    HIDE_OUTDATED = "hide-outdated"  # post anew per commit, minimize the old ones as outdated
+
+
+class StatusKind(str, Enum):
+    """What the run reports on the PR head commit."""
+
+    STATUS = "status"
+    CHECK = "check"
+    NONE = "none"
+
+
+class PublishError(ReviewerError):
+    """A GitHub API call failed for good; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
+        self.status = status
+        super().__init__(message, hint=hint)
+
+
+def token_from_env(env: Mapping[str, str], name: str = "GITHUB_TOKEN") -> str:
+    """The API token from the environment variable `name`."""
+    token = env.get(name, "").strip()
+    if not token:
+        raise ReviewerError(
+            f"no GitHub token: ${name} is empty",
+            hint=f"in a workflow step set `env: {name}: ${{{{ github.token }}}}`, or use --dry-run",
+        )
+    return token
+
+
+# --- the API chokepoint ----------------------------------------------------------------------
+
+
+@dataclass
+class Pacer:
+    """Spacing and retry timing; `sleep` and the clocks are injectable so tests run instantly."""
+
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    write_interval: float = 1.0
+    attempts: int = 5
+    _last_write: float | None = field(default=None, init=False)
+
+    def before_write(self) -> None:
+        """Wait until `write_interval` has passed since the previous write."""
+        if self._last_write is not None:
+            wait = self._last_write + self.write_interval - self.clock()
+            if wait > 0:
+                self.sleep(wait)
+        self._last_write = self.clock()
+
+    def delay(self, exc: GithubException, attempt: int) -> float | None:
+        """Seconds to wait before retrying after `exc`, or None when retrying cannot help."""
+        headers = {key.lower(): value for key, value in (exc.headers or {}).items()}
+        if exc.status in (403, 429):
+            return self._rate_limit_delay(exc.data, exc.status, headers, attempt)
+        if exc.status >= 500:
+            return float(min(30, 1 << attempt))
+        return None
+
+    def _rate_limit_delay(
+        self, data: object, status: int, headers: Mapping[str, str], attempt: int
+    ) -> float | None:
+        retry_after = headers.get("retry-after", "")
+        if retry_after.strip().isdigit():
+            return max(1.0, float(retry_after))
+        if headers.get("x-ratelimit-remaining") == "0":
+            reset = headers.get("x-ratelimit-reset", "")
+            return max(1.0, float(reset) - self.wall()) if reset.isdigit() else 60.0
+        message = str(data.get("message", "")).lower() if isinstance(data, dict) else ""
+        if status == 429 or any(text in message for text in _SECONDARY):
+            # GitHub's advice for a secondary limit without retry-after: wait at least a minute.
+            return 60.0 * (1 << attempt)
+        return None
+
+
+class GitHub:
+    """The few GitHub calls `reviewer` makes, through PyGithub, with pacing and retries."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        api_url: str,
+        repository: str,
+        pacer: Pacer | None = None,
+        timeout: int = 30,
+    ) -> None:
+        self._token = token
+        self.pacer = pacer or Pacer()
+        # PyGithub's own retries and throttling are off: the Pacer does both, injectably.
+        self._github = Github(
+            auth=Auth.Token(token),
+            base_url=api_url.rstrip("/"),
+            timeout=timeout,
+            user_agent=f"reviewer/{__version__}",
+            per_page=100,
+            retry=0,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            lazy=True,
+        )
+        self._repo = self._github.get_repo(repository)
+
+    def call(self, what: str, action: Callable[[], T], *, write: bool = False) -> T:
+        """Run one API action with pacing and retries; failures become scrubbed PublishErrors."""
+        for attempt in range(self.pacer.attempts):
+            if write:
+                self.pacer.before_write()
+            try:
+                return action()
+            except GithubException as exc:
+                wait = self.pacer.delay(exc, attempt)
+                if wait is None or wait > MAX_WAIT or attempt + 1 == self.pacer.attempts:
+                    raise self._error(what, exc) from None
+            except OSError as exc:  # connection errors (requests' exceptions are OSErrors)
+                wait = float(1 << attempt)
+                if attempt + 1 == self.pacer.attempts:
+                    raise PublishError(f"{what}: {self.scrub(str(exc))}") from None
+            self.pacer.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def scrub(self, text: str) -> str:
+        """`text` with the token blanked out (error texts can echo request details)."""
+        return text.replace(self._token, "***") if self._token else text
+
+    def _error(self, what: str, exc: GithubException) -> PublishError:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        text = self.scrub(f"{what}: GitHub answered {exc.status}: {message or exc}")
+        return PublishError(text, status=exc.status, hint=_HINTS.get(exc.status))
+
+    # --- the calls ---
+
+    def viewer(self) -> str:
+        """The login of the token's user (works for installation tokens too, unlike GET /user)."""
+        _, data = self.call(
+            "read the token's user",
+            lambda: self._github.requester.graphql_query("query { viewer { login } }", {}),
+        )
+        return str(data["data"]["viewer"]["login"])
+
+    def comments(self, number: int) -> list[IssueComment]:
+        """Every comment of issue or pull request `number`, oldest first."""
+        issue = self._repo.get_issue(number)
+        return self.call(f"list the comments of #{number}", lambda: list(issue.get_comments()))
+
+    def create_comment(self, number: int, body: str) -> IssueComment:
+        """Post a new comment."""
+        issue = self._repo.get_issue(number)
+        return self.call(f"comment on #{number}", lambda: issue.create_comment(body), write=True)
+
+    def edit_comment(self, comment: IssueComment, body: str) -> None:
+        """Replace a comment's body."""
+        self.call(f"edit comment {comment.id}", lambda: comment.edit(body), write=True)
+
+    def delete_comment(self, comment: IssueComment) -> None:
+        """Delete a comment; one already gone is fine."""
+        try:
+            self.call(f"delete comment {comment.id}", comment.delete, write=True)
+        except PublishError as exc:
+            if exc.status != 404:
+                raise
+
+    def minimize(self, comment: IssueComment) -> None:
+        """Hide a comment as outdated (GraphQL `minimizeComment`)."""
+        self.call(f"hide comment {comment.id}", lambda: comment.minimize("OUTDATED"), write=True)
+
+    def minimized(self, node_ids: Sequence[str]) -> set[str]:
+        """Which of these comment node ids are minimized already."""
+        found: set[str] = set()
+        for start in range(0, len(node_ids), 100):
+            found |= self._minimized_batch(list(node_ids[start : start + 100]))
+        return found
+
+    def _minimized_batch(self, ids: list[str]) -> set[str]:
+        query = self._github.requester.graphql_query
+        _, data = self.call(
+            "read which comments are hidden", lambda: query(_MINIMIZED, {"ids": ids})
+        )
+        return {node["id"] for node in data["data"]["nodes"] if node and node["isMinimized"]}
+
+    def pull_head_sha(self, number: int) -> str:
+        """The current head commit of pull request `number`."""
+        pull = self._repo.get_pull(number)
+        return self.call(f"read pull request #{number}", lambda: str(pull.head.sha))
+
+    def create_status(
+        self, sha: str, *, state: str, description: str, context: str, target_url: str | None
+    ) -> None:
+        """Set a commit status."""
+        commit = self._repo.get_commit(sha)
+        self.call(
+            f"set the status of {sha[:7]}",
+            lambda: commit.create_status(
+                state,
+                target_url=target_url or NotSet,
+                description=description,
+                context=context,
+            ),
+            write=True,
+        )
+
+    def create_check_run(
+        self, sha: str, *, conclusion: str, name: str, title: str, summary: str, url: str | None
+    ) -> None:
+        """Create a completed check run."""
+        output: dict[str, str | list[dict[str, str | int]]] = {"title": title, "summary": summary}
+        self.call(
+            f"create check run on {sha[:7]}",
+            lambda: self._repo.create_check_run(
+                name,
+                sha,
+                status="completed",
+                conclusion=conclusion,
+                output=output,
+                details_url=url or NotSet,
+            ),
+            write=True,
+        )
+
+
+_MINIMIZED = "query($ids: [ID!]!) { nodes(ids: $ids) { ... on IssueComment { id isMinimized } } }"
+_HINTS = {
+    401: "the token is invalid or expired",
+    403: "the workflow needs `permissions: pull-requests: write` and `statuses: write` "
+    "(or `checks: write`); pull requests from forks get a read-only token: use the "
+    "two-workflow variant in workflows/",
+    404: "the repository or pull request does not exist, or the token cannot see it",
+}
+
+
+# --- sticky comments -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Posted:
+    """One of our comments on the pull request."""
+
+    handle: IssueComment
+    marker: Marker
+
+    @property
+    def id(self) -> int:
+        """The comment's REST id (grows with creation time)."""
+        return int(self.handle.id)
+
+
+@dataclass
+class SyncResult:
+    """What a sync did; `urls` are the parts' addresses in part order."""
+
+    urls: list[str] = field(default_factory=list)
+    created: int = 0
+    edited: int = 0
+    deleted: int = 0
+    hidden: int = 0
+
+
+@dataclass(frozen=True)
+class Sticky:
+    """Where and as whom the sticky comments live."""
+
+    client: GitHub
+    number: int
+    key: str
+    author: str
+    hidden_aware: bool = False
+
+    def ours(self) -> list[Posted]:
+        """Our comments with our key, oldest first (minimized ones left out when hidden_aware)."""
+        found = [
+            Posted(comment, marker)
+            for comment in self.client.comments(self.number)
+            if comment.user is not None and same_login(comment.user.login, self.author)
+            for marker in [Marker.parse(comment.body or "")]
+            if marker is not None and marker.key == self.key
+        ]
+        if self.hidden_aware and found:
+            hidden = self.client.minimized([posted.handle.node_id for posted in found])
+            found = [posted for posted in found if posted.handle.node_id not in hidden]
+        return sorted(found, key=lambda posted: posted.id)
+
+
+def same_login(a: str, b: str) -> bool:
+    """Logins match, ignoring case and the `[bot]` suffix REST adds and GraphQL omits."""
+    return a.lower().removesuffix("[bot]") == b.lower().removesuffix("[bot]")
+
+
+def sync_comments(sticky: Sticky, parts: Sequence[Part], mode: CommentMode) -> SyncResult:
+    """Make the pull request show exactly `parts` as our sticky comments."""
+    if not parts or not bodies_fit(parts):
+        raise ReviewerError("refusing to post: a comment part is empty or over the size budget")
+    result = SyncResult()
+    before = sticky.ours()
+    sha = Marker.parse(parts[0].body)
+    same_commit = sha is not None and all(p.marker.sha == sha.sha for p in before)
+    if mode is CommentMode.UPDATE or (mode is CommentMode.HIDE_OUTDATED and same_commit):
+        _write_in_place(sticky, parts, before, result)
+        _reconcile(sticky, parts, set(), oldest=True, result=result)
+    else:
+        for part in parts:
+            sticky.client.create_comment(sticky.number, part.body)
+            result.created += 1
+        _retire(sticky, before, mode, result)
+        _reconcile(sticky, parts, {p.id for p in before}, oldest=False, result=result)
+    return result
+
+
+def _write_in_place(
+    sticky: Sticky, parts: Sequence[Part], before: list[Posted], result: SyncResult
+) -> None:
+    keep = _pick(before, oldest=True)
+    for part in parts:
+        existing = keep.get(part.number)
+        if existing is None:
+            sticky.client.create_comment(sticky.number, part.body)
+            result.created += 1
+        elif existing.handle.body != part.body:
+            _edit_or_create(sticky, existing, part, result)
+    kept = {posted.id for number, posted in keep.items() if number <= len(parts)}
+    _delete(sticky, (p for p in before if p.id not in kept), result)
+
+
+def _edit_or_create(sticky: Sticky, existing: Posted, part: Part, result: SyncResult) -> None:
+    try:
+        sticky.client.edit_comment(existing.handle, part.body)
+        result.edited += 1
+    except PublishError as exc:
+        if exc.status != 404:
+            raise
+        sticky.client.create_comment(sticky.number, part.body)  # deleted meanwhile
+        result.created += 1
+
+
+def _retire(sticky: Sticky, before: list[Posted], mode: CommentMode, result: SyncResult) -> None:
+    if mode is CommentMode.HIDE_OUTDATED:
+        for posted in before:
+            sticky.client.minimize(posted.handle)
+            result.hidden += 1
+    else:
+        _delete(sticky, before, result)
+
+
+def _delete(sticky: Sticky, doomed: Iterable[Posted], result: SyncResult) -> None:
+    for posted in doomed:
+        sticky.client.delete_comment(posted.handle)
+        result.deleted += 1
+
+
+def _pick(posted: Sequence[Posted], *, oldest: bool) -> dict[int, Posted]:
+    """One comment per part number: the oldest (edited in place) or the newest (fresh posts)."""
+    chosen: dict[int, Posted] = {}
+    for item in sorted(posted, key=lambda p: p.id, reverse=not oldest):
+        chosen.setdefault(item.marker.part, item)
+    return chosen
+
+
+def _reconcile(
+    sticky: Sticky, parts: Sequence[Part], retired: set[int], *, oldest: bool, result: SyncResult
+) -> None:
+    """Re-list after writing, so concurrent runs converge on one comment per part number."""
+    now = [posted for posted in sticky.ours() if posted.id not in retired]
+    keep = {n: p for n, p in _pick(now, oldest=oldest).items() if n <= len(parts)}
+    _delete(sticky, (p for p in now if keep.get(p.marker.part) is not p), result)
+    for part in parts:
+        posted = keep.get(part.number)
+        if posted is None:
+            created = sticky.client.create_comment(sticky.number, part.body)
+            result.created += 1
+            result.urls.append(created.html_url)
+            continue
+        if posted.handle.body != part.body:  # a concurrent run's copy survived: make it ours
+            _edit_or_create(sticky, posted, part, result)
+        result.urls.append(posted.handle.html_url)
+
+
+# --- status and job summary ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result a run reports on the head commit."""
+
+    failed: bool
+    description: str
+    summary: str = ""
+
+    @property
+    def state(self) -> str:
+        """`failure` or `success` (as commit statuses and check conclusions spell it)."""
+        return "failure" if self.failed else "success"
+
+
+def report_status(
+    client: GitHub,
+    sha: str,
+    outcome: Outcome,
+    *,
+    kind: StatusKind,
+    context: str,
+    url: str | None,
+) -> None:
+    """Put the outcome on commit `sha` as a commit status or a check run."""
+    description = clip(outcome.description, 140)  # statuses reject longer descriptions
+    if kind is StatusKind.STATUS:
+        client.create_status(
+            sha, state=outcome.state, description=description, context=context, target_url=url
+        )
+    elif kind is StatusKind.CHECK:
+        summary = truncate_markdown(outcome.summary or description, 60_000, "*(truncated)*")
+        client.create_check_run(
+            sha,
+            conclusion=outcome.state,
+            name=context,
+            title=description,
+            summary=summary,
+            url=url,
+        )
+
+
+def write_job_summary(path: Path, markdown: str, *, pointer: str) -> None:
+    """Append `markdown` to the step summary, cut to what is left of its 1 MiB."""
+    used = path.stat().st_size if path.exists() else 0
+    room = JOB_SUMMARY_LIMIT - used - 1024
+    if room <= 0:
+        return
+    text = truncate_markdown(markdown, room, f"> [!NOTE]\n> {pointer}\n")
+    with path.open("a", encoding="utf-8") as out:
+        out.write(text if text.endswith("\n") else text + "\n")

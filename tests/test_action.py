@@ -1,0 +1,586 @@
+"""`reviewer ci` and the composite action, on real git repositories and a loopback GitHub.
+
+The repositories look like an Actions checkout of `refs/pull/N/merge`: HEAD is GitHub's merge
+commit, its first parent the target branch, its second the pull request's head.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GitRepo, git
+from github_api import FakeGitHub, User, load_spec
+from ruamel.yaml import YAML
+
+from reviewer import github_event
+from reviewer.commands import ci
+from reviewer.comment import Marker
+from reviewer.console import Console
+from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.publish import Pacer, StatusKind
+
+ROOT = Path(__file__).parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "github"
+TOKEN = "ghs_ActionsTokenForTests0123456789abcdef"
+APP = "apps: [{template: app}]\n"
+PR = 12
+
+
+@dataclass
+class PullRepo:
+    """A fleet repository with a PR: `merge` is checked out, as actions/checkout does."""
+
+    repo: GitRepo
+    target: str  # main's tip (HEAD^1)
+    stale_base: str  # the event's base.sha: main before it moved on
+    head: str  # the PR head (HEAD^2)
+    merge: str
+
+    @property
+    def root(self) -> Path:
+        return self.repo.root
+
+
+def fleet(repo: GitRepo) -> str:
+    repo.write("deployments/apps/base/deployment.yaml", APP)
+    for cluster in ("prod/eu", "dev/a"):
+        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
+        repo.write(f"deployments/{cluster}/apps/.keep", "")
+    repo.write("deployments/prod/group.values.yaml", "tier: gold\n")
+    return repo.commit("fleet")
+
+
+@pytest.fixture
+def pull(git_repo: GitRepo) -> PullRepo:
+    stale = fleet(git_repo)
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    git_repo.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    head = git_repo.commit("platinum")
+    git(git_repo.root, "checkout", "--quiet", "main")
+    git_repo.write("deployments/dev/group.values.yaml", "tier: bronze\n")  # main moves on
+    target = git_repo.commit("bronze")
+    git(git_repo.root, "checkout", "--quiet", "--detach", target)
+    git(git_repo.root, "merge", "--quiet", "--no-ff", "-m", "Merge feature", head)
+    merge = git(git_repo.root, "rev-parse", "HEAD")
+    return PullRepo(git_repo, target, stale, head, merge)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    server = FakeGitHub(load_spec())
+    with server.running():
+        yield server
+    assert server.state.errors == []
+
+
+@pytest.fixture
+def bot(fake: FakeGitHub) -> User:
+    return fake.add_user(TOKEN, "github-actions[bot]", bot=True)
+
+
+def event(tmp_path: Path, pull: PullRepo, name: str = "pull_request.json") -> Path:
+    """The fixture payload with this repository's commits in it."""
+    payload = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    if "pull_request" in payload:
+        payload["pull_request"]["head"]["sha"] = pull.head
+        payload["pull_request"]["base"]["sha"] = pull.stale_base
+    else:
+        payload["workflow_run"]["head_sha"] = pull.head
+    path = tmp_path / f"event-{name}"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
+
+
+def actions_env(tmp_path: Path, fake: FakeGitHub, pull: PullRepo, **extra: str) -> dict[str, str]:
+    """What GitHub Actions sets for a `pull_request` run."""
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event(tmp_path, pull)),
+        "GITHUB_REPOSITORY": fake.repository,
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_SERVER_URL": "https://github.test",
+        "GITHUB_RUN_ID": "77",
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_TOKEN": TOKEN,
+    }
+    return {**env, **extra}
+
+
+def run_ci(args: ci.CiArgs, env: dict[str, str]) -> tuple[ExitStatus, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = ci.run(args, Console(out=out, err=err), env=env, pacer=Pacer(sleep=lambda _: None))
+    return status, out.getvalue(), err.getvalue()
+
+
+def load_yaml(path: Path) -> Any:
+    return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+
+
+def outputs(path: Path) -> dict[str, str]:
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+# --- reviewer ci -----------------------------------------------------------------------------
+
+
+def test_ci_reviews_the_merge_commit_and_publishes_everything(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    args = ci.CiArgs(repo=pull.root, output_dir=tmp_path / "report")
+    status, _, err = run_ci(args, env)
+    assert status is ExitStatus.OK, err
+    (posted,) = fake.comments(PR)
+    assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
+    assert "prod/eu" in posted.body and "platinum" in posted.body
+    assert "bronze" not in posted.body, "the target is HEAD^1, not the stale base.sha"
+    assert f"target [`{pull.target[:7]}`](https://github.test/acme/fleet/commit/{pull.target})" in (
+        posted.body
+    )
+    assert f"PR head [`{pull.head[:7]}`]" in posted.body
+    assert f"merge `{pull.merge[:7]}`" in posted.body
+    assert "[workflow run](https://github.test/acme/fleet/actions/runs/77)" in posted.body
+    (state,) = fake.state.statuses
+    assert (state["sha"], state["state"], state["context"]) == (pull.head, "success", "reviewer")
+    assert state["target_url"] == "https://github.test/acme/fleet/actions/runs/77"
+    assert outputs(tmp_path / "output.txt") == {
+        "changed": "true",
+        "errors": "0",
+        "report-dir": str(tmp_path / "report"),
+        "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
+    }
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary == (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    artifact = github_event.read_artifact(tmp_path / "report")
+    assert (artifact.number, artifact.head_sha, artifact.changed) == (PR, pull.head, True)
+    assert TOKEN not in err
+
+
+def test_ci_rerun_edits_the_same_comment(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    run_ci(ci.CiArgs(repo=pull.root), env)
+    (first,) = fake.comments(PR)
+    run_ci(ci.CiArgs(repo=pull.root, key="default"), {**env, "GITHUB_RUN_ID": "78"})
+    (second,) = fake.comments(PR)
+    assert second.id == first.id
+    assert "actions/runs/78" in second.body
+
+
+def test_dry_run_prints_the_comment_and_needs_no_token(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    status, out, _ = run_ci(ci.CiArgs(repo=pull.root, dry_run=True), env)
+    assert status is ExitStatus.OK
+    assert out.startswith("----- comment 1/1 (")
+    assert Marker("default", 1, 1, pull.head).render() in out
+    assert fake.state.log == []
+
+
+def test_a_report_too_long_for_its_parts_degrades_but_keeps_the_footer(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    lines = "".join(f"  - value number {n} of a long list\n" for n in range(4000))
+    pull.repo.write("deployments/prod/group.values.yaml", f"tier: gold\nbig:\n{lines}")
+    head = pull.repo.commit("big")
+    git(pull.root, "checkout", "--quiet", "--detach", head)
+    env = actions_env(tmp_path, fake, replace(pull, head=head))
+    status, _, _ = run_ci(ci.CiArgs(repo=pull.root, base="main", max_parts=1), env)
+    assert status is ExitStatus.OK
+    (posted,) = fake.comments(PR)
+    assert "<details>" not in posted.body
+    assert "| `prod/eu` |" in posted.body
+    assert "too long for comments" in posted.body
+    assert f"PR head [`{head[:7]}`]" in posted.body
+    assert posted.body.count("actions/runs/77") == 2, "pointer and footer link the run"
+    full = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "value number 3999" in full, "the job summary has the whole report"
+
+
+def test_explicit_arguments_outside_actions(tmp_path: Path, pull: PullRepo) -> None:
+    args = ci.CiArgs(
+        repo=pull.root,
+        head=pull.merge,
+        pr=PR,
+        pr_head=pull.head,
+        repository="acme/fleet",
+        run_url="https://ci.example/job/5",
+        dry_run=True,
+        key="ci-5",
+    )
+    status, out, _ = run_ci(args, {})
+    assert status is ExitStatus.OK
+    assert Marker("ci-5", 1, 1, pull.head).render() in out
+    assert "[workflow run](https://ci.example/job/5)" in out
+
+
+def test_merge_side_failure_fails_the_status_and_the_exit_code(
+    tmp_path: Path, fake: FakeGitHub, bot: User, git_repo: GitRepo
+) -> None:
+    base = fleet(git_repo)
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    git_repo.write(
+        "deployments/dev/a/cluster.values.yaml.gotmpl", "x: {{ .Values.where | nope }}\n"
+    )
+    head = git_repo.commit("broken")
+    git(git_repo.root, "checkout", "--quiet", "--detach", base)
+    git(git_repo.root, "merge", "--quiet", "--no-ff", "-m", "Merge", head)
+    pull = PullRepo(git_repo, base, base, head, git(git_repo.root, "rev-parse", "HEAD"))
+    status, _, _ = run_ci(ci.CiArgs(repo=pull.root), actions_env(tmp_path, fake, pull))
+    assert status is ExitStatus.RENDER_FAILED
+    (state,) = fake.state.statuses
+    assert state["state"] == "failure"
+    assert "fails to render" in state["description"]
+    (posted,) = fake.comments(PR)
+    assert "reviewer render" in posted.body, "the reproduction command is in the comment"
+    assert outputs(tmp_path / "output.txt")["errors"] == "1"
+
+
+def test_changes_fail_only_when_configured(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    args = ci.CiArgs(repo=pull.root, fail_on_changes=True, status=StatusKind.CHECK, key="strict")
+    status, _, _ = run_ci(args, actions_env(tmp_path, fake, pull))
+    assert status is ExitStatus.CHANGES
+    (run,) = fake.state.check_runs
+    assert (run["name"], run["conclusion"], run["head_sha"]) == (
+        "reviewer/strict",
+        "failure",
+        pull.head,
+    )
+
+
+def test_without_a_merge_ref_the_pr_head_is_merged_here(tmp_path: Path, pull: PullRepo) -> None:
+    git(pull.root, "checkout", "--quiet", "--detach", pull.head)
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event(tmp_path, pull))}
+    status, out, _ = run_ci(ci.CiArgs(repo=pull.root, base="main", dry_run=True), env)
+    assert status is ExitStatus.OK
+    assert "platinum" in out and "bronze" not in out
+    assert "No merge result" not in out
+
+
+def test_conflicts_fall_back_to_the_merge_base_with_a_warning(
+    tmp_path: Path, git_repo: GitRepo
+) -> None:
+    base = fleet(git_repo)
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    git_repo.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    head = git_repo.commit("platinum")
+    git(git_repo.root, "checkout", "--quiet", "main")
+    git_repo.write("deployments/prod/group.values.yaml", "tier: silver\n")
+    target = git_repo.commit("silver")
+    git(git_repo.root, "checkout", "--quiet", "--detach", head)
+    pull = PullRepo(git_repo, target, target, head, head)
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event(tmp_path, pull))}
+    status, out, err = run_ci(ci.CiArgs(repo=pull.root, dry_run=True), env)
+    assert status is ExitStatus.OK
+    assert "> [!WARNING]\n> **No merge result**: #12 does not merge cleanly into main" in out
+    assert f"against the merge base {base[:7]}" in out
+    assert "-    tier: gold\n+    tier: platinum" in out, "head vs merge base, not vs main"
+    assert "No merge result" in err
+
+
+def test_shallow_clone_asks_for_more_history(tmp_path: Path, pull: PullRepo) -> None:
+    git(pull.root, "branch", "pull-merge", pull.merge)
+    clone = tmp_path / "clone"
+    source = f"file://{pull.root}"
+    git(tmp_path, "clone", "--quiet", "--depth", "1", "--branch", "pull-merge", source, str(clone))
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event(tmp_path, pull))}
+    with pytest.raises(ReviewerError, match="fetch-depth"):
+        run_ci(ci.CiArgs(repo=clone, dry_run=True), env)
+
+
+def test_credentials_never_leave_in_a_report(tmp_path: Path, pull: PullRepo) -> None:
+    age_key = "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"
+    pull.repo.write("deployments/prod/group.values.yaml", f"tier: {age_key}\n")
+    head = pull.repo.commit("oops")
+    git(pull.root, "checkout", "--quiet", "--detach", head)
+    env = {"SOPS_AGE_KEY": f"# created: today\n{age_key}\n"}
+    with pytest.raises(ReviewerError, match="contains a credential"):
+        run_ci(ci.CiArgs(repo=pull.root, base="main", pr=PR, dry_run=True), env)
+
+
+# --- the fork-safe artifact ------------------------------------------------------------------
+
+
+def render_artifact(tmp_path: Path, fake: FakeGitHub, pull: PullRepo) -> Path:
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]  # fork pull requests get no secrets
+    directory = tmp_path / "artifact"
+    status, _, _ = run_ci(ci.CiArgs(repo=pull.root, render_only=True, output_dir=directory), env)
+    assert status is ExitStatus.OK
+    assert fake.state.log == [], "render-only talks to no API"
+    return directory
+
+
+def post_env(tmp_path: Path, fake: FakeGitHub, pull: PullRepo) -> dict[str, str]:
+    return actions_env(
+        tmp_path,
+        fake,
+        pull,
+        GITHUB_EVENT_NAME="workflow_run",
+        GITHUB_EVENT_PATH=str(event(tmp_path, pull, "workflow_run.json")),
+        GITHUB_RUN_ID="79",
+    )
+
+
+def test_artifact_from_a_fork_run_is_checked_then_posted(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    artifact = render_artifact(tmp_path, fake, pull)
+    fake.state.pulls[PR] = pull.head
+    status, _, _ = run_ci(ci.CiArgs(from_artifact=artifact), post_env(tmp_path, fake, pull))
+    assert status is ExitStatus.OK
+    (posted,) = fake.comments(PR)
+    assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
+    assert "actions/runs/77" in posted.body, "the footer points at the run holding the artifact"
+    (state,) = fake.state.statuses
+    assert (state["sha"], state["state"]) == (pull.head, "success")
+
+
+def test_artifact_for_another_commit_is_refused(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    artifact = render_artifact(tmp_path, fake, pull)
+    meta = json.loads((artifact / "pr.json").read_text(encoding="utf-8"))
+    (artifact / "pr.json").write_text(json.dumps({**meta, "head_sha": "f" * 40}), encoding="utf-8")
+    with pytest.raises(ReviewerError, match="not for the commit"):
+        run_ci(ci.CiArgs(from_artifact=artifact), post_env(tmp_path, fake, pull))
+    assert fake.comments(PR) == []
+
+
+def test_artifact_naming_another_pull_request_is_not_posted(
+    tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    artifact = render_artifact(tmp_path, fake, pull)
+    meta = json.loads((artifact / "pr.json").read_text(encoding="utf-8"))
+    (artifact / "pr.json").write_text(json.dumps({**meta, "number": 99}), encoding="utf-8")
+    fake.state.pulls[99] = "9" * 40  # someone else's pull request
+    status, _, err = run_ci(ci.CiArgs(from_artifact=artifact), post_env(tmp_path, fake, pull))
+    assert status is ExitStatus.OK
+    assert "not posting" in err
+    assert fake.comments(99) == [] and fake.state.statuses == []
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: (d / "report.md").unlink(), "missing"),
+        (lambda d: (d / "pr.json").write_text("[1]"), "not a JSON object"),
+        (lambda d: (d / "report.json").write_text('{"schema": "x"}'), "unknown schema"),
+        (lambda d: (d / "report.md").write_bytes(b"\xff\xfe"), "not UTF-8"),
+        (lambda d: _symlink(d / "report.md", Path("/etc/hostname")), "not a regular file"),
+        (lambda d: (d / "pr.json").write_text("{" + " " * (70 << 10) + "}"), "larger than"),
+    ],
+)
+def test_damaged_artifacts_are_rejected(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo, damage: Any, message: str
+) -> None:
+    artifact = render_artifact(tmp_path, fake, pull)
+    damage(artifact)
+    with pytest.raises(ReviewerError, match=message):
+        github_event.read_artifact(artifact)
+
+
+def _symlink(path: Path, target: Path) -> None:
+    path.unlink()
+    path.symlink_to(target)
+
+
+def test_marker_look_alikes_in_an_artifact_are_defused(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    artifact = render_artifact(tmp_path, fake, pull)
+    forged = Marker("default", 1, 1, "0" * 40).render()
+    (artifact / "report.md").write_text(f"{forged}\nfake\n", encoding="utf-8")
+    assert "reviewer:sticky" not in github_event.read_artifact(artifact).markdown
+
+
+# --- the composite action, step by step ------------------------------------------------------
+
+
+class ActionRunner:
+    """Runs action.yml's steps the way the Actions runner does (`run:` steps in bash)."""
+
+    def __init__(self, workspace: Path, temp: Path, env: dict[str, str], inputs: dict[str, str]):
+        self.action = load_yaml(ROOT / "action.yml")
+        self.workspace = workspace
+        self.temp = temp
+        self.env = env
+        self.inputs = {
+            name: self.expand(str(spec.get("default", "")))
+            for name, spec in self.action["inputs"].items()
+        }
+        self.inputs.update(inputs)
+        self.steps: dict[str, dict[str, str]] = {}
+        self.uploads: list[dict[str, str]] = []
+        self.log = ""
+
+    def value(self, name: str) -> str:
+        scope, _, rest = name.partition(".")
+        if scope == "inputs":
+            return self.inputs[rest]
+        if scope == "steps":
+            step, _, output = rest.partition(".outputs.")
+            return self.steps.get(step, {}).get(output, "")
+        return {
+            "github.action_path": str(ROOT),
+            "github.token": self.env.get("GITHUB_TOKEN", ""),
+            "runner.temp": str(self.temp),
+        }[name]
+
+    def evaluate(self, expression: str) -> Any:
+        python = expression.replace("&&", " and ").replace("||", " or ")
+        python = re.sub(r"!(?!=)", " not ", python)
+        python = python.replace("cancelled()", "False").replace("always()", "True")
+        python = re.sub(
+            r"\b((?:inputs|steps|github|runner)(?:\.[A-Za-z0-9_-]+)+)",
+            lambda m: repr(self.value(m[1])),
+            python,
+        )
+        return eval(python, {"__builtins__": {}})
+
+    def expand(self, text: str) -> str:
+        return re.sub(r"\$\{\{(.+?)\}\}", lambda m: str(self.evaluate(m[1])), text)
+
+    def run(self) -> dict[str, str]:
+        for step in self.action["runs"]["steps"]:
+            condition = step.get("if")
+            if condition and not self.evaluate(
+                condition.strip().removeprefix("${{").removesuffix("}}")
+            ):
+                continue
+            outputs = self._uses(step) if "uses" in step else self._run(step)
+            self.steps[step.get("id", "")] = outputs
+        return {name: self.expand(spec["value"]) for name, spec in self.action["outputs"].items()}
+
+    def _uses(self, step: dict[str, Any]) -> dict[str, str]:
+        given = {key: self.expand(str(value)) for key, value in step.get("with", {}).items()}
+        if step["uses"].startswith("actions/setup-python@"):
+            return {"python-path": sys.executable}
+        assert step["uses"].startswith("actions/upload-artifact@"), step["uses"]
+        self.uploads.append(given)
+        return {}
+
+    def _run(self, step: dict[str, Any]) -> dict[str, str]:
+        assert step["shell"] == "bash"
+        output = self.temp / f"output-{len(self.steps)}"
+        output.write_text("", encoding="utf-8")
+        env = {key: self.expand(str(value)) for key, value in step.get("env", {}).items()}
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=self.workspace,
+            env={**self.env, **env, "GITHUB_OUTPUT": str(output)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.log += f"--- {step['name']}\n{done.stdout}{done.stderr}"
+        assert done.returncode == 0, f"{step['name']}: {done.returncode}\n{self.log}"
+        return outputs(output)
+
+
+@pytest.fixture(scope="module")
+def runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """RUNNER_TEMP, shared by this module's action runs so reviewer is installed only once."""
+    return tmp_path_factory.mktemp("runner")
+
+
+def runner_env(temp: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a runner: this machine's, minus anything from a real Actions run."""
+    mine = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GITHUB_", "RUNNER_", "INPUT_", "SOPS_", "REVIEWER_"))
+    }
+    return {**mine, "RUNNER_TEMP": str(temp), **extra}
+
+
+def test_action_passes_inputs_through_env_only() -> None:
+    action = load_yaml(ROOT / "action.yml")
+    assert action["runs"]["using"] == "composite"
+    for step in action["runs"]["steps"]:
+        assert "${{" not in step.get("run", ""), step["name"]
+    for path in [ROOT / ".github/workflows/review.yml", *sorted((ROOT / "workflows").glob("*"))]:
+        workflow = load_yaml(path)
+        for job in workflow["jobs"].values():
+            assert "permissions" in workflow or "permissions" in job, path
+            for step in job.get("steps", []):
+                assert "${{" not in step.get("run", ""), path
+
+
+def test_composite_action_reviews_and_publishes(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]  # only the `github-token` input carries it
+    base_env = runner_env(runner_temp, env)
+    runner = ActionRunner(pull.root, runner_temp, base_env, {"github-token": TOKEN})
+    result = runner.run()
+    (posted,) = fake.comments(PR)
+    assert result == {
+        "changed": "true",
+        "errors": "0",
+        "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
+        "report-dir": str(runner_temp / "reviewer-report"),
+    }
+    assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
+    (state,) = fake.state.statuses
+    assert (state["sha"], state["state"]) == (pull.head, "success")
+    (upload,) = runner.uploads
+    assert upload["path"] == result["report-dir"]
+    assert (Path(result["report-dir"]) / "report.json").is_file()
+    assert "platinum" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+    # The fork-safe pair: render-only uploads, then publish-artifact posts the artifact.
+    fake.state.pulls[PR] = pull.head
+    render = ActionRunner(pull.root, runner_temp, base_env, {"mode": "render-only"})
+    render.run()
+    post = replace_env(base_env, post_env(tmp_path, fake, pull))
+    inputs = {
+        "mode": "publish-artifact",
+        "artifact-dir": result["report-dir"],
+        "github-token": TOKEN,
+        "comment-mode": "recreate",
+    }
+    posting = ActionRunner(tmp_path, runner_temp, post, inputs)
+    assert posting.run()["comment-url"]
+    assert posting.uploads == []
+    (reposted,) = fake.comments(PR)
+    assert reposted.id != posted.id
+
+
+def replace_env(base: dict[str, str], changes: dict[str, str]) -> dict[str, str]:
+    changed = {**base, **changes}
+    changed.pop("GITHUB_TOKEN", None)
+    return changed
+
+
+def test_action_fails_the_step_when_the_merge_result_does_not_render(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    pull.repo.write("deployments/prod/eu/cluster.values.yaml.gotmpl", "x: {{ nope }}\n")
+    head = pull.repo.commit("broken")
+    git(pull.root, "checkout", "--quiet", "--detach", head)
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, replace(pull, head=head)))
+    runner = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run"})
+    with pytest.raises(AssertionError, match="Result: 1"):
+        runner.run()
+    assert runner.steps["review"]["errors"] == "1"
+    assert runner.uploads, "the report is uploaded even when the review fails"
