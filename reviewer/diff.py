@@ -20,7 +20,7 @@ import difflib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Literal
 
@@ -481,26 +481,7 @@ def unified_diff(before: str, after: str, *, labels: tuple[str, str], context: i
 def _diff_pair(pair: _Pair, settings: _Settings) -> ResourceDiff | None:
     """The diff of two paired objects; None when a same-key pair is identical."""
     base, head = pair.base, pair.head
-    if pair.status is ResourceStatus.CHANGED and base.body == head.body:
-        if (pair.head_id, head.key) not in settings.hidden:
-            return None
-        return ResourceDiff(
-            status=pair.status,
-            base_release=pair.base_id,
-            head_release=pair.head_id,
-            base_key=base.key,
-            head_key=head.key,
-            base_api_version=base.api_version,
-            head_api_version=head.api_version,
-            secret_only=True,
-        )
-    kind_rule = settings.options.noise.kind_rule(head.key)
-    changes, routine = _classify(
-        semantic_diff(base.body, head.body), settings.options.noise, kind_rule
-    )
-    unified, dyff = _main_views(pair, settings, changes)
-    only_routine = bool(routine) and not changes and pair.status is ResourceStatus.CHANGED
-    return ResourceDiff(
+    shell = ResourceDiff(
         status=pair.status,
         base_release=pair.base_id,
         head_release=pair.head_id,
@@ -508,12 +489,24 @@ def _diff_pair(pair: _Pair, settings: _Settings) -> ResourceDiff | None:
         head_key=head.key,
         base_api_version=base.api_version,
         head_api_version=head.api_version,
+        similarity=pair.similarity,
+    )
+    if pair.status is ResourceStatus.CHANGED and base.body == head.body:
+        hidden = (pair.head_id, head.key) in settings.hidden
+        return replace(shell, secret_only=True) if hidden else None
+    kind_rule = settings.options.noise.kind_rule(head.key)
+    changes, routine = _classify(
+        semantic_diff(base.body, head.body), settings.options.noise, kind_rule
+    )
+    unified, dyff = _main_views(pair, settings, changes)
+    only_routine = bool(routine) and not changes and pair.status is ResourceStatus.CHANGED
+    return replace(
+        shell,
         unified=unified,
         changes=changes,
         routine=routine,
         routine_only=kind_rule is not None or only_routine,
         dyff=dyff,
-        similarity=pair.similarity,
     )
 
 
