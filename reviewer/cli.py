@@ -310,37 +310,70 @@ def merge(
     sys.exit(merge_cmd.run([Path(d) for d in directories], report, Console()))
 
 
+def _release_options(function: click.decorators.FC) -> click.decorators.FC:
+    options = [
+        click.option(
+            "--secrets",
+            type=click.Choice(list(_SECRETS_MODES)),
+            default="auto",
+            show_default=True,
+            help="How to read SOPS files.",
+        ),
+        click.option("--release", "release_name", required=True, help="Release name."),
+        click.option("--deployment", required=True, help="Deployment name."),
+        click.option("--cluster", required=True, help="Cluster path or name."),
+    ]
+    for option in options:
+        function = option(function)
+    return _REPO(function)
+
+
+def _release_args(
+    repo: str, cluster: str, deployment: str, release_name: str, secrets: str
+) -> explain_cmd.ReleaseArgs:
+    return explain_cmd.ReleaseArgs(
+        repo=Path(repo),
+        cluster=cluster,
+        deployment=deployment,
+        release=release_name,
+        secrets=_SECRETS_MODES[secrets],
+    )
+
+
 @cli.command()
-@_REPO
+@_release_options
 @click.argument("path", required=False)
-@click.option("--cluster", required=True, help="Cluster path or name.")
-@click.option("--deployment", required=True, help="Deployment name.")
-@click.option("--release", "release_name", required=True, help="Release name.")
-@click.option(
-    "--secrets",
-    type=click.Choice(list(_SECRETS_MODES)),
-    default="auto",
-    show_default=True,
-    help="How to read SOPS files (values are shown redacted either way).",
-)
 def explain(
-    repo: str,
     path: str | None,
+    repo: str,
     cluster: str,
     deployment: str,
     release_name: str,
     secrets: str,
 ) -> None:
-    """Every value of one release (or under PATH) and the file that set it."""
-    args = explain_cmd.ExplainArgs(
-        repo=Path(repo),
-        cluster=cluster,
-        deployment=deployment,
-        release=release_name,
-        path=path,
-        secrets=_SECRETS_MODES[secrets],
-    )
-    sys.exit(explain_cmd.run(args, Console()))
+    """Every value of one release (or under PATH) and the file that set it (redacted)."""
+    args = _release_args(repo, cluster, deployment, release_name, secrets)
+    sys.exit(explain_cmd.explain(args, path, Console()))
+
+
+@cli.command("values")
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Print secret values in clear text, e.g. to feed `helm template` (refused in CI).",
+)
+@_release_options
+def values_command(
+    no_redact: bool,
+    repo: str,
+    cluster: str,
+    deployment: str,
+    release_name: str,
+    secrets: str,
+) -> None:
+    """The merged values one release's chart receives, as YAML (redacted by default)."""
+    args = _release_args(repo, cluster, deployment, release_name, secrets)
+    sys.exit(explain_cmd.values(args, redact=not no_redact, in_ci=_in_ci(), console=Console()))
 
 
 @cli.command()
@@ -409,6 +442,22 @@ def explain(
     type=click.Path(file_okay=False),
     help="Write report.md, report.json and pr.json here (the report artifact).",
 )
+@click.option(
+    "--shard",
+    help="Render only shard I/N of the clusters (a CI matrix job); needs --render-only and --save.",
+)
+@click.option(
+    "--save",
+    type=click.Path(file_okay=False),
+    help="Also save the rendered, redacted sides and the PR's commits here (a shard bundle).",
+)
+@click.option(
+    "--from-shards",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Merge the bundles of every shard and publish them instead of rendering: a bundle "
+    "directory, or one holding a bundle per subdirectory. Repeatable.",
+)
 @click.option("--artifact-name", default="reviewer-report", show_default=True)
 @click.option(
     "--token-env",
@@ -451,6 +500,9 @@ def ci(
     render_only: bool,
     from_artifact: str | None,
     output_dir: str | None,
+    shard: str | None,
+    save: str | None,
+    from_shards: tuple[str, ...],
     artifact_name: str,
     token_env: str,
     context: int,
@@ -468,10 +520,6 @@ def ci(
     templates: str | None,
 ) -> None:
     """Review a pull request in CI: render target and merge result, comment, set the status."""
-    if dry_run and render_only:
-        raise click.UsageError("--dry-run and --render-only exclude each other")
-    if from_artifact and render_only:
-        raise click.UsageError("--from-artifact posts a rendered bundle: drop --render-only")
     args = ci_cmd.CiArgs(
         repo=Path(repo),
         head=head,
@@ -490,11 +538,13 @@ def ci(
         dry_run=dry_run,
         render_only=render_only,
         from_artifact=Path(from_artifact) if from_artifact else None,
+        from_shards=tuple(Path(directory) for directory in from_shards),
+        save=Path(save) if save else None,
         output_dir=Path(output_dir) if output_dir else None,
         artifact_name=artifact_name,
         token_env=token_env,
         options=SideOptions(
-            selection=Selection(clusters=clusters, deployments=deployments),
+            selection=Selection(clusters=clusters, deployments=deployments, shard=_shard(shard)),
             display_root=repo,
             config_file=config_file,
         ),
@@ -505,6 +555,9 @@ def ci(
         secrets=_SECRETS_MODES[secrets],
         tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
     )
+    conflict = ci_cmd.mode_conflict(args)
+    if conflict is not None:
+        raise click.UsageError(conflict)
     sys.exit(ci_cmd.run(args, Console()))
 
 

@@ -219,6 +219,7 @@ class Failure:
     release: ReleaseId | None
     message: str
     reproduce: str | None = None
+    helm_command: str | None = None
 
 
 @dataclass(frozen=True)
@@ -705,7 +706,7 @@ def _release_meta(release: RenderedRelease | None) -> tuple[str, str, str] | Non
 
 def _failures(snapshot: Snapshot, side: Side) -> tuple[Failure, ...]:
     found = [
-        Failure(side, release.id, release.error, release.reproduce)
+        Failure(side, release.id, release.error, release.reproduce, release.helm_command)
         for release in snapshot.releases
         if release.error is not None
     ]

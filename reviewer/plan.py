@@ -7,6 +7,7 @@ rest of the fleet is still planned.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ class ReleasePlan:
     skip_schema_validation: bool
     template_file: str
     reproduce: str
+    helm_command: str | None = None
+    """The equivalent `helm template` command (values from `reviewer values`), if one exists."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,32 @@ class Planner:
             except ReviewerError as error:
                 fail(release.name, error)
 
+    def _helm_command(
+        self, cluster: Cluster, deployment: DeploymentDir, release: ReleaseSpec
+    ) -> str | None:
+        """`reviewer values ... > values.yaml && helm template ...` for this release."""
+        chart = _helm_chart_args(release, self.display_root)
+        if chart is None:
+            return None
+        values = shlex.join(
+            [
+                "reviewer",
+                "values",
+                self.display_root,
+                "--cluster",
+                cluster.path,
+                "--deployment",
+                deployment.name,
+                "--release",
+                release.name,
+                "--no-redact",
+            ]
+        )
+        helm = shlex.join(
+            ["helm", "template", release.name, *chart, "--namespace", release.namespace]
+        )
+        return f"{values} > /tmp/reviewer-values.yaml && {helm} -f /tmp/reviewer-values.yaml"
+
     def _deployment_spec(
         self,
         cluster: Cluster,
@@ -236,6 +265,7 @@ class Planner:
             skip_schema_validation=release.skip_schema_validation,
             template_file=release.source,
             reproduce=self.reproduce(cluster.path, deployment.name),
+            helm_command=self._helm_command(cluster, deployment, release),
         )
 
     def _atlas(self, cluster: Cluster, deployment: DeploymentDir) -> Values:
@@ -255,6 +285,22 @@ class Planner:
             "deploymentDefinitions": self.fleet.layout.definitions,
             "deployment": info,
         }
+
+
+def _helm_chart_args(release: ReleaseSpec, display_root: str) -> list[str] | None:
+    """The chart arguments of `helm template` for the release's chart reference."""
+    chart = release.chart
+    version = ["--version", release.version] if release.version else []
+    if chart.local is not None:
+        return [posixpath.join(display_root, chart.local)]
+    if chart.repository is None:
+        return None
+    if chart.repository.startswith("oci://"):
+        if chart.ref.startswith("oci://"):
+            return [chart.ref, *version]
+        name = chart.ref.split("/", 1)[1]
+        return [f"{chart.repository.rstrip('/')}/{name}", *version]
+    return [chart.ref.split("/", 1)[1], "--repo", chart.repository, *version]
 
 
 def _instance(app: AppSpec, spec: DeploymentSpec) -> Instance:

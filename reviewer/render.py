@@ -159,6 +159,7 @@ def _shell(release: ReleasePlan) -> RenderedRelease:
         version=release.version or "",
         labels=release.labels,
         reproduce=release.reproduce,
+        helm_command=release.helm_command,
     )
 
 

@@ -147,6 +147,7 @@ def _side_json(review: Review, side: str) -> dict[str, Any]:
                 "release": f.release.release if f.release else None,
                 "message": f.message,
                 "reproduce": f.reproduce,
+                "helm": f.helm_command,
             }
             for f in failures
         ],
@@ -242,6 +243,8 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
         yield paint(f"FAILED {failure.release or ''}: {failure.message}", "31;1")
         if failure.reproduce:
             yield f"  reproduce: {failure.reproduce}"
+        if failure.helm_command:
+            yield f"  with helm: {failure.helm_command}"
     yield from _repeated_text(review, paint)
     for release in review.changed_releases():
         yield from _release_text(review, release, paint)

@@ -97,6 +97,7 @@ class RenderedRelease:
     resources: list[Resource] = field(default_factory=list)
     error: str | None = None
     reproduce: str | None = None
+    helm_command: str | None = None
 
     @property
     def status(self) -> str:
@@ -182,6 +183,7 @@ def index_entry(release: RenderedRelease, files: Sequence[str] = ()) -> dict[str
         "crds": [r.key.name for r in release.resources if r.from_crds],
         "error": release.error,
         "reproduce": release.reproduce,
+        "helm": release.helm_command,
         "files": {name: r.source for name, r in zip(files, release.resources, strict=True)},
     }
 
@@ -261,4 +263,5 @@ def _read_release(root: Path, entry: dict[str, Any]) -> RenderedRelease:
         resources=sorted(resources, key=lambda r: r.key),
         error=entry.get("error"),
         reproduce=entry.get("reproduce"),
+        helm_command=entry.get("helm"),
     )

@@ -6,10 +6,12 @@ commit, its first parent the target branch, its second the pull request's head.
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -539,6 +541,7 @@ def test_composite_action_reviews_and_publishes(
         "errors": "0",
         "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
         "report-dir": str(runner_temp / "reviewer-report"),
+        "shard-artifact": "",
     }
     assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
     (state,) = fake.state.statuses
@@ -584,3 +587,176 @@ def test_action_fails_the_step_when_the_merge_result_does_not_render(
         runner.run()
     assert runner.steps["review"]["errors"] == "1"
     assert runner.uploads, "the report is uploaded even when the review fails"
+
+
+# --- sharding: the action's render-shard and publish-shards modes, and the reusable workflow --
+# On the `pull` fixture, shard 1/3 holds prod/eu, 2/3 dev/a, and 3/3 nothing at all.
+
+
+def test_composite_action_renders_shards_then_publishes_them(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    base_env = runner_env(runner_temp, env)
+    downloaded = tmp_path / "downloaded"
+    for index in (1, 2, 3):
+        inputs = {"mode": "render-shard", "shard": f"{index}/3"}
+        shard = ActionRunner(pull.root, runner_temp, base_env, inputs)
+        result = shard.run()
+        (upload,) = shard.uploads  # the bundle only: a shard's partial report is never uploaded
+        assert upload["name"] == result["shard-artifact"] == f"reviewer-report-shard-{index}-of-3"
+        assert (upload["overwrite"], upload["retention-days"]) == ("True", "1")
+        shutil.copytree(upload["path"], downloaded / upload["name"])  # upload, then download
+    assert fake.state.log == [], "shard jobs post nothing"
+
+    inputs = {"mode": "publish-shards", "shards-dir": str(downloaded), "github-token": TOKEN}
+    publish = ActionRunner(tmp_path, runner_temp, base_env, inputs)
+    result = publish.run()
+    (posted,) = fake.comments(PR)
+    sharded_body = posted.body  # the stored comment is edited in place below
+    assert result["comment-url"].endswith(f"#issuecomment-{posted.id}")
+    assert (result["changed"], result["errors"]) == ("true", "0")
+    assert [upload["name"] for upload in publish.uploads] == ["reviewer-report"]
+    assert "prod/eu" in sharded_body and "platinum" in sharded_body
+
+    ActionRunner(pull.root, runner_temp, base_env, {"github-token": TOKEN}).run()
+    (whole,) = fake.comments(PR)
+    assert whole.body == sharded_body, "one unsharded run posts the very same comment"
+    assert [s["state"] for s in fake.state.statuses] == ["success", "success"]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"mode": "render-shard", "shard": "0/3"}, "needs the shard input as I/N"),
+        ({"mode": "render-shard"}, "needs the shard input as I/N"),
+        ({"mode": "publish", "shard": "1/3"}, "the shard input needs mode: render-shard"),
+        ({"mode": "publish-shards"}, "publish-shards needs the shards-dir input"),
+    ],
+)
+def test_action_refuses_shard_inputs_that_do_not_fit(
+    tmp_path: Path,
+    runner_temp: Path,
+    fake: FakeGitHub,
+    pull: PullRepo,
+    inputs: dict[str, str],
+    message: str,
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    runner = ActionRunner(pull.root, runner_temp, env, inputs)
+    with pytest.raises(AssertionError, match="Review: 64") as failed:
+        runner.run()
+    assert message in str(failed.value)
+    assert runner.uploads == []
+
+
+WORKFLOW = ROOT / ".github/workflows/review.yml"
+
+
+def expand_workflow(text: str, context: dict[str, str]) -> str:
+    """`${{ name }}` replaced from `context`; any other expression fails the test."""
+    return re.sub(r"\$\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}", lambda m: context[m[1]], text)
+
+
+def workflow_inputs(**given: str) -> dict[str, str]:
+    """The reusable workflow's inputs as `${{ inputs.x }}` renders them (booleans lower-case)."""
+    declared = load_yaml(WORKFLOW)["on"]["workflow_call"]["inputs"]
+    values = {name: spec.get("default", "") for name, spec in declared.items()}
+    values.update(given)
+    rendered = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
+    return {f"inputs.{name}": value for name, value in rendered.items()}
+
+
+def list_shards(shards: str, temp: Path) -> tuple[int, str, str]:
+    """Run the `shards` job's step: its exit code, its GITHUB_OUTPUT and its stderr."""
+    (step,) = load_yaml(WORKFLOW)["jobs"]["shards"]["steps"]
+    assert step["shell"] == "bash" and step["env"] == {"SHARDS": "${{ inputs.shards }}"}
+    output = temp / f"shards-output-{shards}"
+    output.write_text("", encoding="utf-8")
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        env={"PATH": os.environ["PATH"], "SHARDS": shards, "GITHUB_OUTPUT": str(output)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, output.read_text(encoding="utf-8"), done.stderr
+
+
+def test_reusable_workflow_lists_the_shards(tmp_path: Path) -> None:
+    assert list_shards("3", tmp_path) == (0, "matrix=[1,2,3]\n", "")
+    for wrong in ("0", "257", "2.5", "x"):
+        code, _, err = list_shards(wrong, tmp_path)
+        assert code == 1 and "from 1 to 256" in err
+
+
+def test_reusable_workflow_keeps_permissions_minimal_per_job() -> None:
+    workflow = load_yaml(WORKFLOW)
+    jobs = workflow["jobs"]
+    assert workflow["permissions"] == {}
+    assert jobs["shards"]["permissions"] == {}
+    assert jobs["render"]["permissions"] == {"contents": "read"}
+    assert jobs["publish"]["permissions"] == jobs["review"]["permissions"]
+    assert (jobs["review"]["if"], jobs["shards"]["if"]) == (
+        "inputs.shards <= 1",
+        "inputs.shards > 1",
+    )
+    assert jobs["render"]["strategy"]["fail-fast"] is False
+    for output in workflow["on"]["workflow_call"]["outputs"].values():
+        assert (
+            "jobs.review.outputs." in output["value"] and "jobs.publish.outputs." in output["value"]
+        )
+
+
+def test_reusable_workflow_with_shards_posts_one_review(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    """The sharded jobs of review.yml, their `with:` expanded, artifacts passed by name."""
+    jobs = load_yaml(WORKFLOW)["jobs"]
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    base_env = runner_env(runner_temp, env)
+    context = {
+        **workflow_inputs(shards="3"),
+        "secrets.sops-age-key": "",
+        "runner.temp": str(runner_temp),
+    }
+    _, listed, _ = list_shards(context["inputs.shards"], tmp_path)
+    matrix = json.loads(listed.removeprefix("matrix="))
+    artifacts: dict[str, Path] = {}
+    for shard in matrix:
+        step = jobs["render"]["steps"][-1]
+        assert step["uses"] == "./.reviewer-action"
+        inputs = {
+            name: expand_workflow(str(value), {**context, "matrix.shard": str(shard)})
+            for name, value in step["with"].items()
+        }
+        runner = ActionRunner(pull.root, runner_temp, base_env, inputs)
+        runner.run()
+        for upload in runner.uploads:
+            artifacts[upload["name"]] = tmp_path / "store" / upload["name"]
+            shutil.copytree(upload["path"], artifacts[upload["name"]])
+
+    download, publish_step = jobs["publish"]["steps"][-2:]
+    assert download["uses"].startswith("actions/download-artifact@")
+    given = {name: expand_workflow(str(value), context) for name, value in download["with"].items()}
+    assert given["merge-multiple"] == "False"
+    assert sorted(artifacts) == [f"reviewer-default-shard-{i}-of-3" for i in (1, 2, 3)]
+    shutil.rmtree(given["path"], ignore_errors=True)  # RUNNER_TEMP is shared by this module
+    for name, stored in artifacts.items():
+        if fnmatch.fnmatchcase(name, given["pattern"]):
+            shutil.copytree(stored, Path(given["path"]) / name)  # one directory per artifact
+    assert sorted(p.name for p in Path(given["path"]).iterdir()) == sorted(artifacts)
+
+    inputs = {
+        name: expand_workflow(str(value), context) for name, value in publish_step["with"].items()
+    }
+    publishing = ActionRunner(tmp_path, runner_temp, base_env, {**inputs, "github-token": TOKEN})
+    result = publishing.run()
+    (posted,) = fake.comments(PR)
+    assert result["comment-url"].endswith(f"#issuecomment-{posted.id}")
+    assert "prod/eu" in posted.body and "platinum" in posted.body
+    assert (result["changed"], result["errors"]) == ("true", "0")
+    (state,) = fake.state.statuses
+    assert (state["sha"], state["state"]) == (pull.head, "success")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from conftest import Repo, release
 
 from reviewer.cli import main
+from reviewer.engine import find_helm
 from reviewer.errors import ExitStatus
 
 WEB_CHART = {
@@ -140,6 +142,7 @@ def test_render_command_writes_one_normalized_file_per_object(fleet: Repo, tmp_p
         "crds": [],
         "error": None,
         "reproduce": entry["reproduce"],
+        "helm": entry["helm"],
         "files": {
             "configmap-web-sub.yaml": "web/charts/sub/templates/cm.yaml",
             "deployment-web-web.yaml": "web/templates/all.yaml",
@@ -180,7 +183,7 @@ def test_failing_release_does_not_stop_others_and_reproduces(
     reproduce = index["g/c2"]["reproduce"]
     assert f"reproduce: {reproduce}" in stderr
 
-    # The printed command, run in a shell, reproduces the failure.
+    # The printed commands, run in a shell, reproduce the failure: reviewer's own...
     argv = shlex.split(reproduce)
     assert argv[:2] == ["reviewer", "render"]
     argv[argv.index("--out") + 1] = str(tmp_path / "repro")
@@ -189,6 +192,26 @@ def test_failing_release_does_not_stop_others_and_reproduces(
     )
     assert again.returncode == ExitStatus.RENDER_FAILED
     assert "too many replicas" in again.stderr
+
+    # ... and the equivalent helm CLI command (values from `reviewer values`).
+    helm = index["g/c2"]["helm"]
+    assert f"with helm: {helm}" in stderr
+    assert helm.endswith(
+        "helm template web "
+        + shlex.quote(f"{fleet.root}/charts/web")
+        + " --namespace shop -f /tmp/reviewer-values.yaml"
+    )
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "helm").symlink_to(find_helm())
+    (tools / "reviewer").write_text(f'#!/bin/sh\nexec {sys.executable} -m reviewer "$@"\n')
+    (tools / "reviewer").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
+    with_helm = subprocess.run(
+        ["bash", "-c", helm], capture_output=True, text=True, check=False, env=env
+    )
+    assert with_helm.returncode != 0
+    assert "too many replicas" in with_helm.stderr
 
 
 def test_schema_validation_and_skip(repo: Repo) -> None:

@@ -1,4 +1,4 @@
-"""`reviewer explain`: every value of one release and the file that set it."""
+"""`reviewer explain` and `reviewer values`: one release's values, and where they came from."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import config as config_mod
+from reviewer import yamlio
 from reviewer.console import Console
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.explain import leaf_provenance
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.plan import ReleasePlan
 from reviewer.redact import Redactor
 from reviewer.semantic import show_value
 from reviewer.side import Selection, SideOptions, plan_twins
@@ -18,19 +20,27 @@ from reviewer.sops import KeylessMode, SopsDecoder
 
 
 @dataclass(frozen=True)
-class ExplainArgs:
-    """Arguments of `reviewer explain`."""
+class ReleaseArgs:
+    """Which release, in which checkout."""
 
     repo: Path
     cluster: str
     deployment: str
     release: str
-    path: str | None = None
     secrets: KeylessMode = KeylessMode.FALLBACK
 
 
-def run(args: ExplainArgs, console: Console) -> ExitStatus:
-    """Print each value leaf of the release (or those under PATH) with its provenance."""
+@dataclass(frozen=True)
+class Located:
+    """A release's real plan, its redacted twin, and the redactor of its side."""
+
+    real: ReleasePlan
+    twin: ReleasePlan
+    redactor: Redactor
+
+
+def locate(args: ReleaseArgs, console: Console) -> Located:
+    """Plan the release's deployment and find the release; planning errors are printed."""
     settings = config_mod.load(args.repo)
     options = SideOptions(
         layout=settings.layout,
@@ -40,28 +50,48 @@ def run(args: ExplainArgs, console: Console) -> ExitStatus:
     decoder = SopsDecoder(keyless=args.secrets)
     planned = plan_twins(args.repo, options=options, renderer=TemplateRenderer(), secrets=decoder)
     redactor = Redactor(planned.replacements)
-    console.guard = redactor.guard().check
     for error in planned.twin.errors:
         console.error(redactor.redact_text(error.message))
-    plan = next((r for r in planned.twin.releases if _matches(r.id, args)), None)
-    if plan is None:
+    real = next((r for r in planned.plan.releases if _matches(r.id, args)), None)
+    twin = next((r for r in planned.twin.releases if _matches(r.id, args)), None)
+    if real is None or twin is None:
         raise ReviewerError(
             f"no release '{args.release}' in deployment '{args.deployment}' of cluster "
             f"'{args.cluster}'",
             hint="release names are those of `reviewer render` (index.json)",
         )
-    plan = replace(plan, values=redactor.redact_manifest(plan.values))
-    for path, value, origin in leaf_provenance(plan):
-        if args.path and not (path == args.path or path.startswith(args.path + ".")):
+    return Located(real, twin, redactor)
+
+
+def explain(args: ReleaseArgs, path: str | None, console: Console) -> ExitStatus:
+    """Print each value leaf of the release (or those under `path`) with its provenance."""
+    located = locate(args, console)
+    console.guard = located.redactor.guard().check
+    plan = replace(located.twin, values=located.redactor.redact_manifest(located.twin.values))
+    for leaf, value, origin in leaf_provenance(plan):
+        if path and not (leaf == path or leaf.startswith(path + ".")):
             continue
-        line = f"{path}: {show_value(value)}  ← {origin.winner}"
+        line = f"{leaf}: {show_value(value)}  ← {origin.winner}"
         if origin.overridden:
             line += "  (overrides " + ", ".join(str(o) for o in origin.overridden) + ")"
         console.write(line + "\n")
     return ExitStatus.OK
 
 
-def _matches(release: ReleaseId, args: ExplainArgs) -> bool:
+def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) -> ExitStatus:
+    """Print the merged values the chart receives, as YAML (redacted unless asked not to)."""
+    if not redact and in_ci:
+        raise ReviewerError("--no-redact is refused in CI: the values would expose secrets")
+    located = locate(args, console)
+    if redact:
+        console.guard = located.redactor.guard().check
+        console.write(yamlio.dump(located.redactor.redact_manifest(located.twin.values)))
+    else:
+        console.write(yamlio.dump(located.real.values))
+    return ExitStatus.OK
+
+
+def _matches(release: ReleaseId, args: ReleaseArgs) -> bool:
     cluster = release.cluster
     return (
         args.cluster in (cluster, cluster.rsplit("/", 1)[-1])

@@ -84,6 +84,8 @@ def _summary(snapshot: snapshot_mod.Snapshot, out: Path, console: Console) -> Ex
         console.error(f"FAILED {release.id}: {release.error}")
         if release.reproduce:
             console.error(f"  reproduce: {release.reproduce}")
+        if release.helm_command:
+            console.error(f"  with helm: {release.helm_command}")
     rendered = len(snapshot.releases) - len(failed)
     console.info(f"{rendered} release(s) rendered, {len(failed)} failed → {out}")
     return ExitStatus.RENDER_FAILED if failed else ExitStatus.OK
