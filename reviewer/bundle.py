@@ -14,6 +14,7 @@ from typing import Any
 
 from reviewer import explain as explain_mod
 from reviewer import snapshot as snapshot_mod
+from reviewer.diff import SnapshotDiff
 from reviewer.errors import ReviewerError
 from reviewer.explain import Explanation
 from reviewer.noise import NoiseRules
@@ -36,6 +37,8 @@ class RenderedPair:
     explanation: Explanation = field(default_factory=Explanation)
     hidden: frozenset[tuple[ReleaseId, ResourceKey]] = frozenset()
     """Objects whose only change is a secret whose redacted form did not change."""
+    diff: SnapshotDiff | None = field(default=None, compare=False)
+    """The diff, once computed (not saved: a merge diffs the combined sides again)."""
 
 
 def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:

@@ -64,6 +64,9 @@ class TemplateRenderer:
 
     def __init__(self) -> None:
         self._cache: dict[str, str] = {}
+        # One throwaway chart per distinct template text: building and loading the
+        # archive costs more than rendering it.
+        self._charts: dict[str, helm_python.Chart] = {}
 
     def render(self, text: str, *, values: dict[str, Any], source: str) -> str:
         """Render `text` with `.Values` = `values`; errors name `source` and the line."""
@@ -80,8 +83,11 @@ class TemplateRenderer:
 
     def _render(self, text: str, *, values: dict[str, Any], source: str) -> str:
         try:
-            with helm_python.Chart.load_archive(_archive(text)) as chart:
-                rendered = chart.render(values=values, name="gotmpl", namespace="default")
+            chart = self._charts.get(text)
+            if chart is None:
+                chart = helm_python.Chart.load_archive(_archive(text))
+                self._charts[text] = chart
+            rendered = chart.render(values=values, name="gotmpl", namespace="default")
         except helm_python.HelmError as exc:
             raise _template_error(str(exc), source) from None
         return rendered.get(_INTERNAL_NAME, "")

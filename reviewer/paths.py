@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
 from reviewer.errors import ConfigError
@@ -20,13 +22,22 @@ def inside(root: Path, base: str, relative: str, *, file: str, field: str) -> st
             field=field,
             hint="use a path relative to the file that names it",
         )
-    real_root = root.resolve()
-    target = (real_root / base / relative).resolve()
-    if not target.is_relative_to(real_root):
+    resolved = _resolve(str(root), base, relative)
+    if resolved is None:
         raise ConfigError(
             file,
             f"path '{relative}' leaves the repository",
             field=field,
             hint="files must live inside the repository under review",
         )
+    return resolved
+
+
+# Fleets name the same files from thousands of releases; resolving symlinks is the costly part.
+@functools.lru_cache(maxsize=65536)
+def _resolve(root: str, base: str, relative: str) -> str | None:
+    real_root = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(real_root / base / relative))
+    if not target.is_relative_to(real_root):
+        return None
     return target.relative_to(real_root).as_posix()

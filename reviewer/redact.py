@@ -317,6 +317,11 @@ class Redactor:
                 substrings.append(form)
         self._matcher = _Matcher(substrings)
 
+    @property
+    def has_secrets(self) -> bool:
+        """Whether any secret value is known (else only Secret objects need masking)."""
+        return bool(self._secrets)
+
     def guard(self) -> LeakGuard:
         """A leak guard for the same secrets, treating map keys seen so far as public."""
         return LeakGuard(self._secrets, public=self._keys)

@@ -230,6 +230,13 @@ def render_side(
     return SideRender(snapshot, planned.replacements, plans)
 
 
+def _redact_resource(resource: Resource, redactor: Redactor) -> Resource:
+    # Without secrets only Secret data needs masking; other objects stay as they are.
+    if not redactor.has_secrets and resource.key.kind not in ("Secret", "List"):
+        return resource
+    return Resource.from_body(redactor.redact_manifest(resource.body), source=resource.source)
+
+
 def keyless_warning(sources: list[str]) -> str | None:
     """The report line saying secrets were not decrypted, if any were not."""
     if not sources:
@@ -250,10 +257,7 @@ def redact_snapshot(snapshot: Snapshot, redactor: Redactor) -> Snapshot:
 
 
 def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRelease:
-    resources = [
-        Resource.from_body(redactor.redact_manifest(resource.body), source=resource.source)
-        for resource in release.resources
-    ]
+    resources = [_redact_resource(resource, redactor) for resource in release.resources]
     error = redactor.redact_text(release.error) if release.error is not None else None
     labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
     return replace(release, resources=resources, error=error, labels=labels)

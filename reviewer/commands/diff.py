@@ -84,6 +84,7 @@ def review_of(
     pair: RenderedPair, args: ReportArgs, *, diff: SnapshotDiff | None = None
 ) -> report.Review:
     """What the reports show for a rendered pair."""
+    diff = diff if diff is not None else pair.diff
     return report.Review(
         base=pair.base_info,
         head=pair.head_info,
@@ -134,15 +135,16 @@ def render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair:
         noise=settings.noise,
         hidden=hidden_changes(base.snapshot, head.snapshot, redacted_base, redacted_head),
     )
+    diff = compare(pair, args.report)
     explanation = explain(
         base=base.plans,
         head=head.plans,
         files=changed_files(sides.base.root, sides.head.root),
-        diff=compare(pair, args.report),
+        diff=diff,
         redact=redactor.redact_manifest,
     )
     console.guard = redactor.guard().check
-    return replace(pair, explanation=explanation)
+    return replace(pair, explanation=explanation, diff=diff)
 
 
 def hidden_changes(
