@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 
@@ -72,7 +73,11 @@ def load_spec() -> Spec:
     """Load the description once per test process (spec self-validation skipped: ~20 s)."""
     path = os.environ.get(SPEC_ENV, "")
     if not path or not Path(path).is_file():
-        raise RuntimeError(f"GitHub's OpenAPI description not found; run: {SPEC_HINT}")
+        reason = f"GitHub's OpenAPI description not found; run: {SPEC_HINT}"
+        # A convenience on a developer machine; in CI a missing install step must fail loudly.
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (.ci/run must install it)")
+        pytest.skip(reason)
     document = json.loads(Path(path).read_text(encoding="utf-8"))
     return Spec(document, OpenAPI.from_dict(document, config=Config(spec_validator_cls=None)))
 
