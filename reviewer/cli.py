@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -87,7 +90,66 @@ _REPO = click.argument(
 )
 
 
-def _layout_options(function: click.decorators.FC) -> click.decorators.FC:
+@dataclass(frozen=True)
+class SideFlags:
+    """The options every rendering command shares, parsed once."""
+
+    clusters: tuple[str, ...]
+    deployments: tuple[str, ...]
+    secrets: KeylessMode
+    tooling: Tooling
+    config_file: str
+    definitions: str | None
+    templates: str | None
+
+    def options(self, repo: str, shard: Shard | None = None) -> SideOptions:
+        """The side options for a checkout shown as `repo` in reproduction commands."""
+        selection = Selection(clusters=self.clusters, deployments=self.deployments, shard=shard)
+        return SideOptions(selection=selection, display_root=repo, config_file=self.config_file)
+
+
+_SIDE_FLAGS = (
+    "clusters",
+    "deployments",
+    "secrets",
+    "helm_engine",
+    "helm_binary",
+    "cache_dir",
+    "offline",
+    "jobs",
+    "config_file",
+    "definitions",
+    "templates",
+)
+
+
+def _side_flags(function: Callable[..., None]) -> Callable[..., None]:
+    """Add the shared options; the command receives them as one `flags: SideFlags`."""
+
+    @functools.wraps(function)
+    def command(**params: Any) -> None:
+        given = {name: params.pop(name) for name in _SIDE_FLAGS}
+        flags = SideFlags(
+            clusters=given["clusters"],
+            deployments=given["deployments"],
+            secrets=_SECRETS_MODES[given["secrets"]],
+            tooling=_tooling(
+                given["helm_engine"],
+                given["helm_binary"],
+                given["cache_dir"],
+                given["offline"],
+                given["jobs"],
+            ),
+            config_file=given["config_file"],
+            definitions=given["definitions"],
+            templates=given["templates"],
+        )
+        function(flags=flags, **params)
+
+    return _add_side_options(command)
+
+
+def _add_side_options(function: click.decorators.FC) -> click.decorators.FC:
     function = click.option(
         "--config",
         "config_file",
@@ -173,37 +235,17 @@ def cli() -> None:
     is_flag=True,
     help="Write secret values in clear text (local debugging only; refused in CI).",
 )
-@_layout_options
-def render(
-    repo: str,
-    out: str,
-    no_redact: bool,
-    clusters: tuple[str, ...],
-    deployments: tuple[str, ...],
-    secrets: str,
-    helm_engine: str,
-    helm_binary: str | None,
-    cache_dir: str | None,
-    offline: bool,
-    jobs: int | None,
-    config_file: str,
-    definitions: str | None,
-    templates: str | None,
-) -> None:
+@_side_flags
+def render(repo: str, out: str, no_redact: bool, flags: SideFlags) -> None:
     """Render every release of REPO (default: current directory) into --out."""
-    options = SideOptions(
-        selection=Selection(clusters=clusters, deployments=deployments),
-        display_root=repo,
-        config_file=config_file,
-    )
     args = render_cmd.RenderArgs(
         repo=Path(repo),
         out=Path(out),
-        options=options,
-        definitions=definitions,
-        templates=templates,
-        secrets=_SECRETS_MODES[secrets],
-        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
+        options=flags.options(repo),
+        definitions=flags.definitions,
+        templates=flags.templates,
+        secrets=flags.secrets,
+        tooling=flags.tooling,
         redact=not no_redact,
         in_ci=_in_ci(),
     )
@@ -236,7 +278,7 @@ def render(
     help="Also save both rendered, redacted sides here (input of `reviewer merge`).",
 )
 @_report_options
-@_layout_options
+@_side_flags
 def diff(
     directories: tuple[str, ...],
     repo: str,
@@ -250,17 +292,7 @@ def diff(
     context: int,
     differ: DifferChoice,
     exit_code: bool,
-    clusters: tuple[str, ...],
-    deployments: tuple[str, ...],
-    secrets: str,
-    helm_engine: str,
-    helm_binary: str | None,
-    cache_dir: str | None,
-    offline: bool,
-    jobs: int | None,
-    config_file: str,
-    definitions: str | None,
-    templates: str | None,
+    flags: SideFlags,
 ) -> None:
     """Render two sides and report what changes: git refs of --repo, or DIR_A DIR_B."""
     if directories and len(directories) != 2:
@@ -273,18 +305,14 @@ def diff(
         head=head,
         merge=merge,
         directories=(Path(directories[0]), Path(directories[1])) if directories else None,
-        options=SideOptions(
-            selection=Selection(clusters=clusters, deployments=deployments, shard=_shard(shard)),
-            display_root=repo,
-            config_file=config_file,
-        ),
-        definitions=definitions,
-        templates=templates,
+        options=flags.options(repo, _shard(shard)),
+        definitions=flags.definitions,
+        templates=flags.templates,
         report=diff_cmd.ReportArgs(
             output_format, Path(output) if output else None, context, differ, exit_code
         ),
-        secrets=_SECRETS_MODES[secrets],
-        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
+        secrets=flags.secrets,
+        tooling=flags.tooling,
         save=Path(save) if save else None,
     )
     sys.exit(diff_cmd.run(args, Console()))
@@ -480,7 +508,7 @@ def values_command(
     show_default=True,
     help="Path-level differ (auto: dyff when installed).",
 )
-@_layout_options
+@_side_flags
 def ci(
     repo: str,
     head: str,
@@ -507,17 +535,7 @@ def ci(
     token_env: str,
     context: int,
     differ: DifferChoice,
-    clusters: tuple[str, ...],
-    deployments: tuple[str, ...],
-    secrets: str,
-    helm_engine: str,
-    helm_binary: str | None,
-    cache_dir: str | None,
-    offline: bool,
-    jobs: int | None,
-    config_file: str,
-    definitions: str | None,
-    templates: str | None,
+    flags: SideFlags,
 ) -> None:
     """Review a pull request in CI: render target and merge result, comment, set the status."""
     args = ci_cmd.CiArgs(
@@ -543,17 +561,13 @@ def ci(
         output_dir=Path(output_dir) if output_dir else None,
         artifact_name=artifact_name,
         token_env=token_env,
-        options=SideOptions(
-            selection=Selection(clusters=clusters, deployments=deployments, shard=_shard(shard)),
-            display_root=repo,
-            config_file=config_file,
-        ),
-        definitions=definitions,
-        templates=templates,
+        options=flags.options(repo, _shard(shard)),
+        definitions=flags.definitions,
+        templates=flags.templates,
         context=context,
         differ=differ,
-        secrets=_SECRETS_MODES[secrets],
-        tooling=_tooling(helm_engine, helm_binary, cache_dir, offline, jobs),
+        secrets=flags.secrets,
+        tooling=flags.tooling,
     )
     conflict = ci_cmd.mode_conflict(args)
     if conflict is not None:

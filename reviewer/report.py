@@ -334,6 +334,11 @@ def _resource_title(release: ReleaseDiff, diff: ResourceDiff) -> str:
 # --- Markdown --------------------------------------------------------------------------------
 
 
+def render_template(name: str, **context: Any) -> str:
+    """Render one of the package's report templates (e.g. the CI footer)."""
+    return _environment().get_template(name).render(**context)
+
+
 def _environment() -> jinja2.Environment:
     loader = jinja2.FunctionLoader(_package_template)
     environment = jinja2.Environment(

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from reviewer import __version__, bundle, comment, github_event, report
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Side, Sides, git, merge_commit, resolve, toplevel, worktree
@@ -373,15 +371,8 @@ def summary(markdown: str) -> str:
 
 
 def _with_footer(markdown: str, commits: Commits, target: Target) -> str:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("reviewer", "report_templates"),
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    footer = environment.get_template("footer.md.j2").render(
+    footer = report.render_template(
+        "footer.md.j2",
         target=commits.target,
         head=commits.head,
         merge=commits.merge,
