@@ -67,7 +67,7 @@ class Console:
 
 
 @contextmanager
-def progress_bar(console: Console, *, total: int, label: str) -> Iterator[Callable[[], None]]:
+def progress_bar(console: Console, total: int, *, label: str) -> Iterator[Callable[[], None]]:
     """Yield an `advance()` callable; shows a bar only on a terminal."""
     if not console.interactive or total < 2:
         yield lambda: None

@@ -9,8 +9,8 @@ twins form the replacement map applied to the rendered objects.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -213,6 +213,14 @@ def plan_twins(
     return PlannedSide(real, twin, replacements)
 
 
+ProgressBar = Callable[[int], AbstractContextManager[Callable[[], None]]]
+"""Given the number of releases, a context yielding `advance()` (e.g. a terminal bar)."""
+
+
+def _no_bar(total: int) -> AbstractContextManager[Callable[[], None]]:
+    return nullcontext(lambda: None)
+
+
 def render_side(
     root: Path,
     *,
@@ -220,12 +228,19 @@ def render_side(
     tools: Tools,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
+    bar: ProgressBar = _no_bar,
 ) -> SideRender:
     """Plan and render one checkout."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
-    snapshot = render_plan(
-        planned.plan, root=root, fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
-    )
+    with bar(len(planned.plan.releases)) as advance:
+        snapshot = render_plan(
+            planned.plan,
+            root=root,
+            fetcher=tools.fetcher,
+            pool=tools.pool,
+            cache=tools.cache,
+            progress=lambda _: advance(),
+        )
     plans = {release.id: release for release in planned.twin.releases}
     return SideRender(snapshot, planned.replacements, plans)
 

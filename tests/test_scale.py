@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,10 @@ import pytest
 from conftest import GitRepo, Repo
 
 from reviewer.cli import main
+from reviewer.commands import diff as diff_cmd
+from reviewer.console import Console
 from reviewer.errors import ExitStatus
+from reviewer.side import SideOptions
 from reviewer.workers import PARALLEL_THRESHOLD
 
 CLUSTERS = [f"g{g}/g{g}c{c}" for g in range(3) for c in range(6)]
@@ -120,3 +124,31 @@ def test_shard_argument_is_validated(git_repo: GitRepo, capsys: pytest.CaptureFi
         main(["diff", "--repo", str(git_repo.root), "--shard", "4/3"])
     assert done.value.code == ExitStatus.USAGE
     assert "'4/3' is not I/N with 1 <= I <= N" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal, like a user's shell."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bars_show_on_a_terminal_only(git_repo: GitRepo) -> None:
+    fleet(git_repo).commit("fleet")
+    git_repo.write("deployments/global.values.yaml", "tier: gold\n")
+    args = diff_cmd.DiffArgs(
+        repo=git_repo.root,
+        base="main",
+        head=None,
+        merge=False,
+        directories=None,
+        options=SideOptions(),
+        definitions=None,
+        templates=None,
+        report=diff_cmd.ReportArgs(output_format="json"),
+    )
+    terminal, pipe = _Terminal(), io.StringIO()
+    assert diff_cmd.run(args, Console(out=io.StringIO(), err=terminal)) == ExitStatus.OK
+    assert diff_cmd.run(args, Console(out=io.StringIO(), err=pipe)) == ExitStatus.OK
+    assert "rendering base" in terminal.getvalue() and "━" in terminal.getvalue()
+    assert "━" not in pipe.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -10,7 +11,7 @@ from reviewer import bundle, report
 from reviewer import config as config_mod
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Side, Sides, directory_sides, git_sides
-from reviewer.console import Console
+from reviewer.console import Console, progress_bar
 from reviewer.diff import DifferChoice, DiffOptions, SnapshotDiff, diff_snapshots
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
@@ -193,6 +194,7 @@ class Renderer:
             tools=self.tools,
             renderer=self.templates,
             secrets=self.decoder,
+            bar=functools.partial(progress_bar, console, label=f"rendering {side.label}"),
         )
         console.info(
             f"  {side.label}: {cache.rendered - rendered} release(s) rendered, "

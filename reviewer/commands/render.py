@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -11,14 +12,13 @@ from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
-from reviewer.render import render_plan
 from reviewer.side import (
     SideOptions,
     Tooling,
     keyless_warning,
     open_tooling,
-    plan_twins,
     redact_snapshot,
+    render_side,
 )
 from reviewer.sops import KeylessMode, SopsDecoder
 
@@ -49,24 +49,20 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     )
     options = replace(args.options, layout=layout)
     decoder = SopsDecoder(keyless=args.secrets)
-    planned = plan_twins(args.repo, options=options, renderer=TemplateRenderer(), secrets=decoder)
-    total = len(planned.plan.releases)
-    with (
-        open_tooling(args.tooling) as tools,
-        progress_bar(console, total=total, label="rendering") as advance,
-    ):
-        snapshot = render_plan(
-            planned.plan,
-            root=args.repo,
-            fetcher=tools.fetcher,
-            pool=tools.pool,
-            cache=tools.cache,
-            progress=lambda _: advance(),
+    with open_tooling(args.tooling) as tools:
+        side = render_side(
+            args.repo,
+            options=options,
+            tools=tools,
+            renderer=TemplateRenderer(),
+            secrets=decoder,
+            bar=functools.partial(progress_bar, console, label="rendering"),
         )
+    snapshot = side.snapshot
     warning = keyless_warning(decoder.keyless_sources)
     snapshot.warnings += [warning] if warning else []
     if args.redact:
-        redactor = Redactor(planned.replacements)
+        redactor = Redactor(side.replacements)
         snapshot = redact_snapshot(snapshot, redactor)
         console.guard = redactor.guard().check
         snapshot_mod.write(snapshot, args.out, guard=console.guard)
