@@ -24,6 +24,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, TypeAlias, overload
 from urllib.parse import quote, quote_plus
 
@@ -283,6 +284,30 @@ def _hide(text: str) -> str:
 
 
 # --- manifests -------------------------------------------------------------------
+
+
+_MARKER_KEY_CONTEXT = b"reviewer secret markers v1\0"
+
+
+def shared_marker_key(environ: Mapping[str, str]) -> bytes | None:
+    """A Secret-marker key that every job of one CI run derives alike, or None.
+
+    Derived from the SOPS age key material (secret, and present in every job
+    that decrypts) and the CI run id, so the shards of one sharded review mark
+    equal values equally while nobody without the key can compute a marker.
+    Without key material each process keeps a random key.
+    """
+    material = environ.get("SOPS_AGE_KEY", "").encode()
+    key_file = environ.get("SOPS_AGE_KEY_FILE")
+    if not material and key_file:
+        try:
+            material = Path(key_file).read_bytes()
+        except OSError:
+            return None
+    if not material.strip():
+        return None
+    run = environ.get("GITHUB_RUN_ID", "") + "/" + environ.get("GITHUB_RUN_ATTEMPT", "")
+    return hmac.new(material, _MARKER_KEY_CONTEXT + run.encode(), hashlib.sha256).digest()
 
 
 class Redactor:

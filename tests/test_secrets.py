@@ -429,3 +429,19 @@ def test_same_shape_secret_change_still_shows_as_a_change(
     with pytest.raises(SystemExit):
         main(["diff", "--repo", str(secret_git.root), "--base", "main"])
     assert "a secret value changed; its redacted form is the same" in capsys.readouterr().out
+
+
+def test_secret_markers_agree_across_jobs_of_one_ci_run_only(
+    secret_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def secret_file(name: str) -> str:
+        render_out(secret_repo, tmp_path / name)
+        return (tmp_path / name / "c/d/svc/secret-svc-secret.yaml").read_text()
+
+    monkeypatch.setenv("GITHUB_RUN_ID", "41")
+    first, second = secret_file("job-1"), secret_file("job-2")
+    assert first == second, "two shards of one run mark equal values equally"
+    monkeypatch.setenv("GITHUB_RUN_ID", "42")
+    assert secret_file("next-run") != first
+    monkeypatch.delenv("SOPS_AGE_KEY_FILE")
+    assert secret_file("keyless-1") != secret_file("keyless-2"), "no key material: random key"

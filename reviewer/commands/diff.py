@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from reviewer.diff import DifferChoice, DiffOptions, SnapshotDiff, diff_snapshot
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.redact import Redactor
+from reviewer.redact import Redactor, shared_marker_key
 from reviewer.side import (
     SideOptions,
     SideRender,
@@ -123,7 +124,9 @@ def render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair:
         head = render.side(sides.head, console)
     # Both sides are redacted with the union of their maps: a secret that the
     # change removes must not leak through the baseline, nor a new one through head.
-    redactor = Redactor({**base.replacements, **head.replacements})
+    redactor = Redactor(
+        {**base.replacements, **head.replacements}, key=shared_marker_key(os.environ)
+    )
     warning = keyless_warning(decoder.keyless_sources)
     redacted_base = redact_snapshot(base.snapshot, redactor)
     redacted_head = redact_snapshot(head.snapshot, redactor)

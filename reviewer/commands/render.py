@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from reviewer import snapshot as snapshot_mod
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.redact import Redactor
+from reviewer.redact import Redactor, shared_marker_key
 from reviewer.side import (
     SideOptions,
     Tooling,
@@ -62,7 +63,7 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     warning = keyless_warning(decoder.keyless_sources)
     snapshot.warnings += [warning] if warning else []
     if args.redact:
-        redactor = Redactor(side.replacements)
+        redactor = Redactor(side.replacements, key=shared_marker_key(os.environ))
         snapshot = redact_snapshot(snapshot, redactor)
         console.guard = redactor.guard().check
         snapshot_mod.write(snapshot, args.out, guard=console.guard)
