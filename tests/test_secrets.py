@@ -445,3 +445,33 @@ def test_secret_markers_agree_across_jobs_of_one_ci_run_only(
     assert secret_file("next-run") != first
     monkeypatch.delenv("SOPS_AGE_KEY_FILE")
     assert secret_file("keyless-1") != secret_file("keyless-2"), "no key material: random key"
+
+
+def test_values_command_redacts_unless_asked_and_never_in_ci(
+    secret_repo: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = [
+        "values",
+        str(secret_repo.root),
+        "--cluster",
+        "c",
+        "--deployment",
+        "d",
+        "--release",
+        "svc",
+    ]
+    with pytest.raises(SystemExit) as done:
+        main(command)
+    assert done.value.code == ExitStatus.OK
+    shown = capsys.readouterr().out
+    assert "password: REDACTE-REDAC" in shown and "hunter2" not in shown
+    assert "host: pg.example.org" in shown
+    with pytest.raises(SystemExit):
+        main([*command, "--no-redact"])
+    assert "password: hunter2-Sup3r" in capsys.readouterr().out
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--no-redact"])
+    assert done.value.code == ExitStatus.INVALID_REPOSITORY
+    captured = capsys.readouterr()
+    assert "hunter2" not in captured.out + captured.err
