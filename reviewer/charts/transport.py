@@ -1,0 +1,75 @@
+"""HTTP(S) downloads: a GET that sends a login only to the URL's own origin."""
+
+from __future__ import annotations
+
+import base64
+import http.client as http_client
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.client import HTTPMessage
+from typing import IO
+
+from reviewer.charts.credentials import Login
+
+
+class _HttpFailure(Exception):
+    def __init__(self, status: int | None, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, parts.netloc.rsplit("@", 1)[-1]
+
+
+def display_url(url: str) -> str:
+    """The URL without any `user:password@` part."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+
+class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
+    """Follow redirects, but send the login again only to the same scheme, host and port."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        auth = req.unredirected_hdrs.get("Authorization")
+        if new is not None and auth and _origin(newurl) == _origin(req.full_url):
+            new.add_unredirected_header("Authorization", auth)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameOriginAuth)
+
+
+def _http_get(url: str, *, login: Login | None, timeout: float) -> bytes:
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise _HttpFailure(None, "only http:// and https:// repositories are supported")
+    request = urllib.request.Request(url, headers={"User-Agent": "reviewer"})
+    if login is not None:
+        token = base64.b64encode(f"{login.username}:{login.password}".encode()).decode()
+        # Unredirected: urllib would otherwise forward it to whatever host a redirect names.
+        request.add_unredirected_header("Authorization", f"Basic {token}")
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            data: bytes = response.read()
+            return data
+    except urllib.error.HTTPError as exc:
+        raise _HttpFailure(exc.code, f"HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        raise _HttpFailure(None, str(exc.reason)) from None
+    except (OSError, http_client.HTTPException) as exc:
+        raise _HttpFailure(None, str(exc) or exc.__class__.__name__) from None
