@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from github_api import TOKEN, FakeGitHub, User, load_spec
 
 from reviewer import yamlio
 from reviewer.gotmpl import TemplateRenderer
@@ -158,3 +159,18 @@ def git_repo(tmp_path: Path) -> GitRepo:
     repo = GitRepo(tmp_path / "gitrepo")
     repo.add_chart().add_template()
     return repo
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    """The loopback GitHub; the test fails if any exchange broke GitHub's description."""
+    server = FakeGitHub(load_spec())
+    with server.running():
+        yield server
+    assert server.state.errors == []
+
+
+@pytest.fixture
+def bot(fake: FakeGitHub) -> User:
+    """The user behind TOKEN: a bot, like GITHUB_TOKEN's github-actions[bot]."""
+    return fake.add_user(TOKEN, "github-actions[bot]", bot=True)

@@ -31,6 +31,8 @@ from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 
 SPEC_ENV = "REVIEWER_GITHUB_OPENAPI"
+TOKEN = "ghs_ActionsTokenForTests0123456789abcdef"
+"""The token of the bot user the `bot` fixture creates (like GITHUB_TOKEN's)."""
 SPEC_HINT = (
     "npm install --prefix /tmp/octokit @octokit/openapi@23.0.2 && export "
     f"{SPEC_ENV}=/tmp/octokit/node_modules/@octokit/openapi/generated/api.github.com.json"

@@ -14,14 +14,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import GitRepo, git
-from github_api import FakeGitHub, User, load_spec
+from github_api import TOKEN, FakeGitHub, User
 from ruamel.yaml import YAML
 
 from reviewer import github_event
@@ -33,7 +32,6 @@ from reviewer.publish import Pacer, StatusKind
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "github"
-TOKEN = "ghs_ActionsTokenForTests0123456789abcdef"
 APP = "apps: [{template: app}]\n"
 PR = 12
 
@@ -75,19 +73,6 @@ def pull(git_repo: GitRepo) -> PullRepo:
     git(git_repo.root, "merge", "--quiet", "--no-ff", "-m", "Merge feature", head)
     merge = git(git_repo.root, "rev-parse", "HEAD")
     return PullRepo(git_repo, target, stale, head, merge)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    server = FakeGitHub(load_spec())
-    with server.running():
-        yield server
-    assert server.state.errors == []
-
-
-@pytest.fixture
-def bot(fake: FakeGitHub) -> User:
-    return fake.add_user(TOKEN, "github-actions[bot]", bot=True)
 
 
 def event(tmp_path: Path, pull: PullRepo, name: str = "pull_request.json") -> Path:

@@ -10,14 +10,13 @@ import io
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import GitRepo, git
-from github_api import FakeGitHub, User, load_spec
-from test_action import PR, TOKEN, PullRepo, actions_env, outputs, run_ci
+from github_api import TOKEN, FakeGitHub, User
+from test_action import PR, PullRepo, actions_env, outputs, run_ci
 
 from reviewer import github_event
 from reviewer.cli import main
@@ -71,19 +70,6 @@ SPREAD_CHANGE: dict[str, str | None] = {
 @pytest.fixture
 def pull(git_repo: GitRepo) -> PullRepo:
     return pull_request(git_repo, SPREAD_CHANGE)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    server = FakeGitHub(load_spec())
-    with server.running():
-        yield server
-    assert server.state.errors == []
-
-
-@pytest.fixture
-def bot(fake: FakeGitHub) -> User:
-    return fake.add_user(TOKEN, "github-actions[bot]", bot=True)
 
 
 def job_env(tmp_path: Path, fake: FakeGitHub, pull: PullRepo, job: str) -> dict[str, str]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from github_api import FakeGitHub, User, load_spec
+from github_api import TOKEN, FakeGitHub, User, load_spec
 
 from reviewer.comment import Marker, Part, balance_problems, plan_comments, size
 from reviewer.errors import ReviewerError
@@ -29,7 +28,6 @@ from reviewer.publish import (
     write_job_summary,
 )
 
-TOKEN = "ghs_0123456789abcdefghijklmnopqrstuvwxyzAB"
 SHA = "a" * 40
 PR = 12
 
@@ -50,21 +48,6 @@ class FakeTime:
 
     def pacer(self) -> Pacer:
         return Pacer(sleep=self.sleep, clock=self.clock, wall=self.clock)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    """The loopback GitHub; the test fails if any exchange broke GitHub's description."""
-    server = FakeGitHub(load_spec())
-    with server.running():
-        yield server
-    assert server.state.errors == []
-
-
-@pytest.fixture
-def bot(fake: FakeGitHub) -> User:
-    """The user behind TOKEN: a bot, like GITHUB_TOKEN's github-actions[bot]."""
-    return fake.add_user(TOKEN, "github-actions[bot]", bot=True)
 
 
 @pytest.fixture
