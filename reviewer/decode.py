@@ -1,0 +1,152 @@
+"""Typed decoding of the documents `reviewer` reads: one place for shape checks.
+
+Every file the tool reads (deployment.yaml, app templates, .reviewer.yaml, index.json,
+review.json, ci-shard.json, the GitHub event payload) is decoded once, at the edge, into
+typed values. A bad field raises `ConfigError` naming the file, the field's path
+(`releases[2].labels`) and what is allowed — never the value, which may be a secret.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reviewer.errors import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Field:
+    """Where a value sits: the file and the path of keys/indexes inside it."""
+
+    file: str
+    path: tuple[str | int, ...] = ()
+
+    def key(self, name: str) -> Field:
+        """The field `name` inside this one."""
+        return Field(self.file, (*self.path, name))
+
+    def index(self, position: int) -> Field:
+        """Item `position` of this list."""
+        return Field(self.file, (*self.path, position))
+
+    @property
+    def name(self) -> str:
+        """The dotted path (`releases[0].chart`); empty at the top level."""
+        text = ""
+        for part in self.path:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+    def error(self, message: str, *, hint: str | None = None) -> ConfigError:
+        """A `ConfigError` for this field."""
+        return ConfigError(self.file, message, field=self.name or None, hint=hint)
+
+
+def mapping(
+    value: object,
+    at: Field,
+    *,
+    allowed: Collection[str] | None = None,
+    required: Collection[str] = (),
+) -> dict[str, Any]:
+    """A map with string keys; `allowed` lists the keys it may have, `required` those it must."""
+    if not isinstance(value, Mapping):
+        raise at.error("must be a map")
+    for key in value:
+        if not isinstance(key, str):
+            raise at.error("keys must be strings")
+        if allowed is not None and key not in allowed:
+            raise at.key(key).error(f"unknown key; allowed: {', '.join(sorted(allowed))}")
+    for key in required:
+        if key not in value:
+            raise at.key(key).error("is required")
+    return dict(value)
+
+
+def sequence(value: object, at: Field) -> list[Any]:
+    """A list."""
+    if not isinstance(value, list):
+        raise at.error("must be a list")
+    return value
+
+
+def string(value: object, at: Field, *, choices: Collection[str] = (), empty: bool = True) -> str:
+    """A string; `choices` restricts it, `empty=False` refuses ''."""
+    if not isinstance(value, str):
+        raise at.error("must be a string")
+    if choices and value not in choices:
+        raise at.error(f"must be one of: {', '.join(sorted(choices))}")
+    if not empty and not value:
+        raise at.error("must not be empty")
+    return value
+
+
+def boolean(value: object, at: Field) -> bool:
+    """A YAML/JSON boolean; a quoted "false" is refused, not read as true."""
+    if not isinstance(value, bool):
+        raise at.error("must be true or false (a boolean, not a string)")
+    return value
+
+
+def integer(value: object, at: Field, *, minimum: int | None = None) -> int:
+    """A whole number (booleans are not numbers here), at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise at.error("must be a whole number")
+    if minimum is not None and value < minimum:
+        raise at.error(f"must be at least {minimum}")
+    return value
+
+
+def strings(value: object, at: Field) -> tuple[str, ...]:
+    """A list of strings."""
+    return tuple(string(item, at.index(i)) for i, item in enumerate(sequence(value, at)))
+
+
+def string_map(value: object, at: Field) -> dict[str, str]:
+    """A map of strings to strings."""
+    return {key: string(item, at.key(key)) for key, item in mapping(value, at).items()}
+
+
+def optional(
+    data: Mapping[str, Any],
+    key: str,
+    at: Field,
+    decoder: Callable[[object, Field], T],
+    default: T,
+) -> T:
+    """`decoder(data[key])` when the key is present and not null, else `default`."""
+    value = data.get(key)
+    if value is None:
+        return default
+    return decoder(value, at.key(key))
+
+
+def required(
+    data: Mapping[str, Any], key: str, at: Field, decoder: Callable[[object, Field], T]
+) -> T:
+    """`decoder(data[key])`; a missing or null key is an error naming it."""
+    if data.get(key) is None:
+        raise at.key(key).error("is required")
+    return decoder(data[key], at.key(key))
+
+
+def read_json(path: Path, *, source: str) -> object:
+    """Parse a JSON file; unreadable or malformed JSON names the file (never its text)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(source, "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, f"cannot be read ({type(exc).__name__})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(source, f"malformed JSON: {exc.msg}", line=exc.lineno) from None
