@@ -25,12 +25,16 @@ def _no_scrub(text: str) -> str:
 
 @dataclass(frozen=True)
 class Command:
-    """An external command: argv, working directory, extra environment, accepted exit codes."""
+    """An external command: argv, working directory, extra environment, accepted exit codes.
+
+    `clear_env` runs it with `env` only, not on top of this process's environment.
+    """
 
     argv: tuple[str, ...]
     cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     ok_codes: tuple[int, ...] = (0,)
+    clear_env: bool = False
 
     def __str__(self) -> str:
         line = shlex.join(self.argv)
@@ -55,7 +59,7 @@ def run(
     show_output: bool = True,
 ) -> Completed:
     """Run `command`; raise `CommandError` (command, code, scrubbed streams) on a bad exit."""
-    env = {**os.environ, **command.env}
+    env = dict(command.env) if command.clear_env else {**os.environ, **command.env}
     try:
         done = subprocess.run(
             list(command.argv),
