@@ -83,10 +83,10 @@ def test_generated_kustomization_follows_flux(tmp_path: Path) -> None:
             "apps/a.yml": CONFIGMAP.format(name="a"),
             "apps/notes.txt": "not yaml",
             "apps/nested/c.yaml": CONFIGMAP.format(name="c"),
-            "apps/kust/kustomization.yaml": "resources:\n- ../../shared\nnamePrefix: k-\n",
+            "apps/kust/kustomization.yaml": "resources:\n- ../../common\nnamePrefix: k-\n",
             "apps/kust/ignored.yaml": CONFIGMAP.format(name="ignored"),
-            "shared/kustomization.yaml": "resources:\n- d.yaml\n",
-            "shared/d.yaml": CONFIGMAP.format(name="d"),
+            "common/kustomization.yaml": "resources:\n- d.yaml\n",
+            "common/d.yaml": CONFIGMAP.format(name="d"),
         },
     )
     text = kustomize.generate_kustomization(tmp_path / "apps")
