@@ -9,12 +9,13 @@ twins form the replacement map applied to the rendered objects.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer.charts import ChartFetcher
+from reviewer.charts import ChartFetcher, Credentials, default_cache_dir
 from reviewer.config import CONFIG_FILE
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
@@ -111,7 +112,11 @@ def open_tooling(tooling: Tooling) -> Iterator[Tools]:
         else InProcessPool(engine)
     )
     try:
-        with ChartFetcher(cache_dir=tooling.cache_dir, offline=tooling.offline) as fetcher:
+        with ChartFetcher(
+            cache_dir=tooling.cache_dir or default_cache_dir(os.environ),
+            offline=tooling.offline,
+            credentials=Credentials.from_environment(os.environ),
+        ) as fetcher:
             yield Tools(pool, fetcher)
     finally:
         pool.close()

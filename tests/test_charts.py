@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -185,7 +186,7 @@ def test_private_repo_with_login_from_credentials_file(
         f"credentials:\n  - url: {private_repo.url}\n    username: bot\n    password: '{SECRET}'\n"
     )
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
-    with fetcher(tmp_path, credentials=Credentials.from_environment()) as chart_fetcher:
+    with fetcher(tmp_path, credentials=Credentials.from_environment(os.environ)) as chart_fetcher:
         path = chart_fetcher.fetch(repo_ref(private_repo, "secretive"), "0.1.0", root=tmp_path)
     assert path.is_file()
 
@@ -385,7 +386,7 @@ def test_cache_entries_are_named_by_their_digest(
     ref = repo_ref(http_repo, "demo")
     with fetcher(tmp_path) as chart_fetcher:
         path = chart_fetcher.fetch(ref, "1.0.0", root=tmp_path)
-    assert charts._sha256_file(path) == path.stem
+    assert charts.sha256_file(path) == path.stem
 
 
 # --- failures ----------------------------------------------------------------------------------
@@ -553,7 +554,7 @@ def test_remote_errors_are_remembered_for_the_run(
 
 def test_default_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert charts.default_cache_dir() == tmp_path / "xdg" / "reviewer" / "charts"
+    assert charts.default_cache_dir(os.environ) == tmp_path / "xdg" / "reviewer" / "charts"
 
 
 def test_names_and_versions_never_form_paths(tmp_path: Path, http_repo: ChartRepository) -> None:

@@ -5,22 +5,23 @@ Modules, each depending only on those above it:
   - `semver`: versions and constraints, chosen the way Helm chooses them;
   - `credentials`: logins for private repositories, never from the repository under review;
   - `archive`: chart archives' digests and `Chart.yaml`;
-  - `cache`: the on-disk cache shared by both sides of a diff and across runs;
+  - `remote`: where a remote chart lives;
+  - `cache`: `ChartCache`, on disk, shared by both sides of a diff and across runs;
   - `once`: computing each chart at most once per run;
   - `transport`: HTTP(S) GETs that send a login only to the same origin;
-  - `remote`: where a remote chart lives;
-  - `base`: what every download path shares (`ResolvedChart`, version choice, logins);
-  - `index`: HTTP(S) repositories, through `index.yaml`;
-  - `oci`: OCI registries, through their tag lists;
-  - `downloads`: a remote chart from the cache, a repository or a registry;
-  - `dependencies`: missing dependencies, like `helm dependency build`;
-  - `fetcher`: `ChartFetcher`, which ties them together.
+  - `logins`: the logins of one run, and keeping their passwords out of messages;
+  - `workdir`: the run's private directory for working copies and registry logins;
+  - `source`: `ResolvedChart`, the `ChartSource` protocol and the choice of a version;
+  - `http_source`: `HttpSource`, HTTP(S) repositories through `index.yaml`;
+  - `oci_source`: `OciSource`, OCI registries through their tag lists;
+  - `downloads`: `Downloads`, a remote chart from the cache, a repository or a registry;
+  - `dependencies`: `DependencyBuilder`, missing dependencies like `helm dependency build`;
+  - `fetcher`: `ChartFetcher`, which composes them.
 """
 
 from __future__ import annotations
 
-from reviewer.charts.archive import _sha256_file as _sha256_file
-from reviewer.charts.base import ResolvedChart
+from reviewer.charts.archive import sha256_file
 from reviewer.charts.cache import default_cache_dir
 from reviewer.charts.credentials import (
     CREDENTIALS_ENV,
@@ -40,6 +41,7 @@ from reviewer.charts.errors import (
 )
 from reviewer.charts.fetcher import ChartFetcher
 from reviewer.charts.semver import Constraint, Version, is_exact, select_version
+from reviewer.charts.source import ChartSource, ResolvedChart
 from reviewer.charts.transport import display_url
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "VERSION_NOT_FOUND",
     "ChartError",
     "ChartFetcher",
+    "ChartSource",
     "Constraint",
     "Credentials",
     "Login",
@@ -63,4 +66,5 @@ __all__ = [
     "display_url",
     "is_exact",
     "select_version",
+    "sha256_file",
 ]

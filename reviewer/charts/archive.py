@@ -12,7 +12,8 @@ from reviewer.charts.errors import CORRUPT_ARCHIVE, ChartError
 from reviewer.errors import ReviewerError
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The sha256 hex digest of a file's bytes."""
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
@@ -20,7 +21,7 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _archive_chart_yaml(path: Path) -> str:
+def archive_chart_yaml(path: Path) -> str:
     """The text of `<dir>/Chart.yaml` inside a chart archive ("" when absent)."""
     with tarfile.open(path, "r:gz") as archive:
         for member in archive:
@@ -34,28 +35,29 @@ def _archive_chart_yaml(path: Path) -> str:
     return ""
 
 
-def _chart_yaml(chart: Path, *, ref: str) -> dict[str, Any]:
+def chart_yaml(chart: Path, *, ref: str) -> dict[str, Any]:
+    """The `Chart.yaml` of a chart directory or archive; `ChartError` when unreadable."""
     try:
         text = (
             (chart / "Chart.yaml").read_text(encoding="utf-8")
             if chart.is_dir()
-            else _archive_chart_yaml(chart)
+            else archive_chart_yaml(chart)
         )
         return yamlio.load_mapping(text, source="Chart.yaml")
     except (OSError, tarfile.TarError, EOFError, UnicodeDecodeError, ReviewerError):
         raise ChartError(ref, CORRUPT_ARCHIVE, "cannot read its Chart.yaml") from None
 
 
-def _check_archive(path: Path, *, name: str, ref: str, version: str) -> None:
+def check_archive(path: Path, *, name: str, ref: str, version: str) -> None:
     """A readable gzip tar holding `<dir>/Chart.yaml` of the expected chart."""
     try:
-        text = _archive_chart_yaml(path)
+        text = archive_chart_yaml(path)
     except (OSError, tarfile.TarError, EOFError, UnicodeDecodeError) as exc:
         detail = f"not a gzip-compressed chart archive ({exc.__class__.__name__})"
         raise ChartError(ref, CORRUPT_ARCHIVE, detail, version=version) from None
     if not text:
         raise ChartError(ref, CORRUPT_ARCHIVE, "the archive holds no Chart.yaml", version=version)
-    found = _chart_yaml(path, ref=ref).get("name")
+    found = chart_yaml(path, ref=ref).get("name")
     if found != name:
         detail = f"the archive holds chart '{found}', not '{name}'"
         raise ChartError(ref, CORRUPT_ARCHIVE, detail, version=version)

@@ -6,7 +6,6 @@ Credentials never come from the repository under review: see `Credentials`.
 from __future__ import annotations
 
 import base64
-import os
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -19,9 +18,9 @@ from reviewer.errors import ConfigError
 CREDENTIALS_ENV = "REVIEWER_HELM_CREDENTIALS"
 
 
-def default_credentials_file() -> Path:
+def default_credentials_file(environ: Mapping[str, str]) -> Path:
     """`$XDG_CONFIG_HOME/reviewer/credentials.yaml`, else under `~/.config`."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "reviewer" / "credentials.yaml"
 
 
@@ -43,13 +42,14 @@ def _env_key(text: str) -> str:
     return re.sub(r"[^A-Z0-9]", "_", text.upper())
 
 
-def _bare(url: str) -> str:
+def bare_url(url: str) -> str:
     """`scheme://host/path/` → `host/path`, the form credentials are matched on."""
     return re.sub(r"^[a-z][a-z0-9+.-]*://", "", url.strip()).rstrip("/")
 
 
-def _host(url: str) -> str:
-    return _bare(url).split("/", 1)[0].rsplit("@", 1)[-1]
+def url_host(url: str) -> str:
+    """The `host[:port]` of a URL, without scheme, login or path."""
+    return bare_url(url).split("/", 1)[0].rsplit("@", 1)[-1]
 
 
 class Credentials:
@@ -70,12 +70,12 @@ class Credentials:
         self._entries = sorted(entries, key=lambda item: len(item[0]), reverse=True)
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Credentials:
-        """Read the environment variables and the credentials file (if it exists)."""
-        env = dict(os.environ if environ is None else environ)
+    def from_environment(cls, environ: Mapping[str, str]) -> Credentials:
+        """Read the given environment variables and the credentials file (if it exists)."""
+        env = dict(environ)
         path = Path(env[CREDENTIALS_ENV]) if env.get(CREDENTIALS_ENV) else None
         if path is None:
-            default = default_credentials_file()
+            default = default_credentials_file(env)
             path = default if default.is_file() else None
         return cls(env, _read_credentials_file(path) if path else [])
 
@@ -85,10 +85,10 @@ class Credentials:
             found = self._from_env(f"REVIEWER_HELM_REPO_{_env_key(repository)}")
             if found:
                 return found
-        found = self._from_env(f"REVIEWER_HELM_HOST_{_env_key(_host(url))}")
+        found = self._from_env(f"REVIEWER_HELM_HOST_{_env_key(url_host(url))}")
         if found:
             return found
-        target = _bare(url) + "/"
+        target = bare_url(url) + "/"
         return next((login for prefix, login in self._entries if target.startswith(prefix)), None)
 
     def _from_env(self, prefix: str) -> Login | None:
@@ -116,5 +116,5 @@ def _read_credentials_file(path: Path) -> list[tuple[str, Login]]:
             isinstance(item.get(key), str) for key in ("url", "username", "password")
         ):
             raise ConfigError(source, "needs string 'url', 'username' and 'password'", field=where)
-        entries.append((_bare(item["url"]) + "/", Login(item["username"], item["password"])))
+        entries.append((bare_url(item["url"]) + "/", Login(item["username"], item["password"])))
     return entries

@@ -11,21 +11,34 @@ from typing import Any
 import helm_python
 
 from reviewer import yamlio
-from reviewer.charts.archive import _chart_yaml
-from reviewer.charts.base import ResolvedChart
-from reviewer.charts.downloads import _Downloads
+from reviewer.charts.archive import chart_yaml
 from reviewer.charts.errors import CORRUPT_ARCHIVE, DEPENDENCY_MISSING, ChartError
-from reviewer.charts.remote import _dependency_remote
+from reviewer.charts.once import Once
+from reviewer.charts.remote import dependency_remote
+from reviewer.charts.source import ChartSource
+from reviewer.charts.workdir import WorkDir
 from reviewer.errors import ReviewerError
 
 
-class _Dependencies(_Downloads):
-    """Dependency builds, for `ChartFetcher`."""
+class DependencyBuilder:
+    """Fills in missing dependencies from `charts` (remote) or the checkout (`file://`),
+    in working copies under `workdir`; each chart at most once."""
+
+    def __init__(self, charts: ChartSource, workdir: WorkDir) -> None:
+        self._charts = charts
+        self._workdir = workdir
+        self._built: Once[Path] = Once()
+
+    def build(self, chart: Path, *, ref: str, root: Path | None) -> Path:
+        """`chart` itself, or a working copy whose `charts/` holds the missing dependencies.
+
+        `root` is the checkout a local chart comes from (None for downloads): `file://`
+        dependencies must stay inside it."""
+        return self._built.get(chart, lambda: self._with_dependencies(chart, ref=ref, root=root))
 
     def _with_dependencies(self, chart: Path, *, ref: str, root: Path | None) -> Path:
-        """`chart` itself, or a working copy whose `charts/` holds the missing dependencies."""
         try:
-            declared = _chart_yaml(chart, ref=ref).get("dependencies") or []
+            declared = chart_yaml(chart, ref=ref).get("dependencies") or []
         except ChartError:
             return chart  # the engine reports why the chart does not load
         if not isinstance(declared, list) or not declared:
@@ -43,7 +56,7 @@ class _Dependencies(_Downloads):
         return work
 
     def _working_copy(self, chart: Path, *, ref: str) -> Path:
-        target = Path(tempfile.mkdtemp(dir=self._private_dir()))
+        target = Path(tempfile.mkdtemp(dir=self._workdir.path()))
         try:
             if chart.is_dir():
                 shutil.copytree(chart, target / chart.name)
@@ -87,10 +100,9 @@ class _Dependencies(_Downloads):
                 "and file:// repositories can be fetched"
             )
             raise ChartError(ref, DEPENDENCY_MISSING, detail)
-        remote = _dependency_remote(f"{repository.rstrip('/')}/{name}", repository, name)
+        remote = dependency_remote(f"{repository.rstrip('/')}/{name}", repository, name)
         try:
-            key = ("chart", remote.source, remote.name, wanted or "")
-            fetched: ResolvedChart = self._once.get(key, lambda: self._download(remote, wanted))
+            fetched = self._charts.download(remote, wanted)
         except ChartError as error:
             raise ChartError(
                 ref, DEPENDENCY_MISSING, f"'{name}' ({wanted or 'any version'}): {error.message}"

@@ -6,48 +6,44 @@ once per run, and get their missing dependencies (see `dependencies`).
 
 from __future__ import annotations
 
-import tempfile
-import threading
 from pathlib import Path
-from typing import Any
 
-from reviewer.charts.base import ResolvedChart
-from reviewer.charts.cache import _Cache, default_cache_dir
+from reviewer.charts.cache import ChartCache
 from reviewer.charts.credentials import Credentials
-from reviewer.charts.dependencies import _Dependencies
-from reviewer.charts.once import _Once
-from reviewer.charts.remote import _remote
+from reviewer.charts.dependencies import DependencyBuilder
+from reviewer.charts.downloads import Downloads
+from reviewer.charts.http_source import HttpSource
+from reviewer.charts.logins import Logins
+from reviewer.charts.oci_source import OciSource
+from reviewer.charts.remote import remote_for
+from reviewer.charts.source import ResolvedChart
+from reviewer.charts.workdir import WorkDir
 from reviewer.templates import ChartRef
 
 
-class ChartFetcher(_Dependencies):
+class ChartFetcher:
     """Resolves `ChartRef`s to charts on disk, through a cache shared by both sides of a diff.
 
     One fetcher per run: it remembers indexes, downloads and failures, so a chart is fetched
     at most once however many releases (and threads) ask for it. Paths it returns stay valid
-    until `close()`. Credentials default to `Credentials.from_environment()`.
+    until `close()`. It reads no environment: the caller passes the credentials.
     """
 
     def __init__(
         self,
         *,
-        cache_dir: Path | None = None,
+        cache_dir: Path,
+        credentials: Credentials,
         offline: bool = False,
-        credentials: Credentials | None = None,
         timeout: float = 60.0,
     ) -> None:
-        self.cache = _Cache(cache_dir if cache_dir is not None else default_cache_dir())
-        self.offline = offline
-        self.timeout = timeout
-        self._credentials = (
-            credentials if credentials is not None else Credentials.from_environment()
-        )
-        self._once: _Once[Any] = _Once()
-        # Re-entrant: a registry login made under the lock records its secrets under it too.
-        self._lock = threading.RLock()
-        self._secrets: set[str] = set()
-        self._clients: dict[tuple[str, str], Any] = {}
-        self._private: tempfile.TemporaryDirectory[str] | None = None
+        self.cache = ChartCache(cache_dir)
+        self._workdir = WorkDir()
+        logins = Logins(credentials)
+        self._oci = OciSource(self.cache, logins, self._workdir)
+        http = HttpSource(self.cache, logins, timeout=timeout)
+        self._downloads = Downloads(self.cache, http=http, oci=self._oci, offline=offline)
+        self._dependencies = DependencyBuilder(self._downloads, self._workdir)
 
     def __enter__(self) -> ChartFetcher:
         return self
@@ -65,24 +61,15 @@ class ChartFetcher(_Dependencies):
             resolved = ResolvedChart(path=root / chart.local, source="local")
             base: Path | None = root
         else:
-            remote = _remote(chart)
-            wanted = version or remote.tag
-            key = ("chart", remote.source, remote.name, wanted or "")
-            resolved = self._once.get(key, lambda: self._download(remote, wanted))
+            remote = remote_for(chart)
+            resolved = self._downloads.download(remote, version or remote.tag)
             base = None
-        built = self._once.get(
-            ("dependencies", resolved.path),
-            lambda: self._with_dependencies(resolved.path, ref=chart.ref, root=base),
-        )
+        built = self._dependencies.build(resolved.path, ref=chart.ref, root=base)
         return ResolvedChart(
             built, resolved.source, resolved.name, resolved.version, resolved.digest
         )
 
     def close(self) -> None:
         """Remove working copies and the private registry login files."""
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
-        if self._private is not None:
-            self._private.cleanup()
-            self._private = None
+        self._oci.close()
+        self._workdir.close()

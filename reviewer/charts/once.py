@@ -11,7 +11,7 @@ from reviewer.charts.errors import ChartError
 T = TypeVar("T")
 
 
-class _Once(Generic[T]):
+class Once(Generic[T]):
     """Compute each key at most once, even from several threads; failures are remembered too."""
 
     def __init__(self) -> None:
@@ -20,6 +20,7 @@ class _Once(Generic[T]):
         self._done: dict[Hashable, T | ChartError] = {}
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value for `key`, computed by `compute` the first time; a remembered failure again."""
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:

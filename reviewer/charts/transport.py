@@ -13,14 +13,17 @@ from typing import IO
 from reviewer.charts.credentials import Login
 
 
-class _HttpFailure(Exception):
+class HttpFailure(Exception):
+    """A GET that failed: the HTTP status (None when there was no response) and why."""
+
     def __init__(self, status: int | None, detail: str) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
 
 
-def _origin(url: str) -> tuple[str, str]:
+def origin(url: str) -> tuple[str, str]:
+    """The scheme and `host[:port]` of a URL, without any login."""
     parts = urllib.parse.urlsplit(url)
     return parts.scheme, parts.netloc.rsplit("@", 1)[-1]
 
@@ -47,7 +50,7 @@ class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
     ) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         auth = req.unredirected_hdrs.get("Authorization")
-        if new is not None and auth and _origin(newurl) == _origin(req.full_url):
+        if new is not None and auth and origin(newurl) == origin(req.full_url):
             new.add_unredirected_header("Authorization", auth)
         return new
 
@@ -55,9 +58,10 @@ class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_SameOriginAuth)
 
 
-def _http_get(url: str, *, login: Login | None, timeout: float) -> bytes:
+def http_get(url: str, *, login: Login | None, timeout: float) -> bytes:
+    """The body of a GET; raises `HttpFailure`."""
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise _HttpFailure(None, "only http:// and https:// repositories are supported")
+        raise HttpFailure(None, "only http:// and https:// repositories are supported")
     request = urllib.request.Request(url, headers={"User-Agent": "reviewer"})
     if login is not None:
         token = base64.b64encode(f"{login.username}:{login.password}".encode()).decode()
@@ -68,8 +72,8 @@ def _http_get(url: str, *, login: Login | None, timeout: float) -> bytes:
             data: bytes = response.read()
             return data
     except urllib.error.HTTPError as exc:
-        raise _HttpFailure(exc.code, f"HTTP {exc.code} {exc.reason}") from None
+        raise HttpFailure(exc.code, f"HTTP {exc.code} {exc.reason}") from None
     except urllib.error.URLError as exc:
-        raise _HttpFailure(None, str(exc.reason)) from None
+        raise HttpFailure(None, str(exc.reason)) from None
     except (OSError, http_client.HTTPException) as exc:
-        raise _HttpFailure(None, str(exc) or exc.__class__.__name__) from None
+        raise HttpFailure(None, str(exc) or exc.__class__.__name__) from None
