@@ -41,6 +41,8 @@ COMMENT_LIMIT = 65_536
 SPEC_HOST = "https://api.github.com"
 
 Json = dict[str, Any]
+Reply = tuple[int, dict[str, str], Json | list[Any] | None]
+"""An HTTP answer: status, headers and the JSON payload (None for no body)."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class Hook:
 
     method: str
     path: re.Pattern[str]
-    action: Callable[[], None]
+    action: Callable[[], object]
     nth: int
 
 
@@ -206,7 +208,7 @@ class FakeGitHub:
         body = {"message": message, "documentation_url": "https://docs.github.com/rest"}
         self.state.faults.append(Fault(method, re.compile(path), status, headers or {}, body))
 
-    def before(self, method: str, path: str, action: Callable[[], None], *, nth: int = 1) -> None:
+    def before(self, method: str, path: str, action: Callable[[], object], *, nth: int = 1) -> None:
         """Run `action` (say, a whole concurrent run) before the `nth` matching request."""
         self.state.hooks.append(Hook(method, re.compile(path), action, nth))
 
@@ -275,9 +277,7 @@ class FakeGitHub:
         for hook in due:
             hook.action()
 
-    def _answer(
-        self, method: str, path: str, query: str, user: User | None, body: bytes
-    ) -> tuple[int, dict[str, str], Json | list[Any] | None]:
+    def _answer(self, method: str, path: str, query: str, user: User | None, body: bytes) -> Reply:
         graphql = "/api/graphql" if self.prefix else "/graphql"
         if path == graphql and method == "POST":
             return self._graphql(user, body)
@@ -296,12 +296,14 @@ class FakeGitHub:
         if problem:
             return 400, {}, {"message": problem}
         fault = self._fault(method, route_path)
+        reply: Reply
         if fault:
-            status, headers, payload = fault.status, fault.headers, fault.body
+            reply = fault.status, fault.headers, fault.body
         elif user is None:
-            status, headers, payload = 401, {}, {"message": "Bad credentials"}
+            reply = 401, {}, {"message": "Bad credentials"}
         else:
-            status, headers, payload = self._route(method, route_path, query, user, body)
+            reply = self._route(method, route_path, query, user, body)
+        status, headers, payload = reply
         self._validate_response(request, route_path, status, headers, payload)
         return status, headers, payload
 
@@ -359,9 +361,7 @@ class FakeGitHub:
 
     # --- REST routes ---
 
-    def _route(
-        self, method: str, path: str, query: str, user: User, body: bytes
-    ) -> tuple[int, dict[str, str], Json | list[Any] | None]:
+    def _route(self, method: str, path: str, query: str, user: User, body: bytes) -> Reply:
         base = f"/repos/{self.owner}/{self.repo}"
         for pattern, verb, handler in self._routes():
             found = re.fullmatch(base + pattern, path)
@@ -371,7 +371,7 @@ class FakeGitHub:
         self.state.errors.append(f"unexpected endpoint: {method} {path}")
         return 404, {}, {"message": "Not Found", "documentation_url": "x"}
 
-    def _routes(self) -> list[tuple[str, str, Callable[..., Any]]]:
+    def _routes(self) -> list[tuple[str, str, Callable[..., Reply]]]:
         return [
             (r"/issues/(\d+)/comments", "GET", self._list_comments),
             (r"/issues/(\d+)/comments", "POST", self._create_comment),

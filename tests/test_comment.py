@@ -12,6 +12,7 @@ from reviewer import report
 from reviewer.comment import (
     COMMENT_LIMIT,
     DEFAULT_BUDGET,
+    DEFAULT_MAX_PARTS,
     Marker,
     Part,
     balance_problems,
@@ -30,8 +31,8 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
 POINTER = "The full report is in the job summary."
 
 
-def plan(text: str, **kwargs: int) -> list[Part]:
-    return plan_comments(text, key="default", sha=SHA, pointer=POINTER, **kwargs)
+def plan(text: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[Part]:
+    return plan_comments(text, key="default", sha=SHA, pointer=POINTER, max_parts=max_parts)
 
 
 def assert_valid(parts: list[Part], budget: int = DEFAULT_BUDGET) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import Repo, received_values
 
+from reviewer.discover import DeploymentDir, HierarchySource, Layout, Level
 from reviewer.errors import RepositoryError
 
 APP = "apps: [{template: app}]\n"
@@ -99,3 +102,60 @@ def test_deployment_directory_without_deployment_yaml_fails_only_itself(repo: Re
     assert list(failed) == ["c/broken/*"]
     assert "deployments/c/apps/broken/deployment.yaml: missing" in str(failed["c/broken/*"])
     assert received_values(snapshot, "c", "fine", "app")["replicas"] == 1
+
+
+# --- the stage alone: what `HierarchySource.discover` returns ----------------------------------
+
+
+def test_discover_returns_each_cluster_with_its_levels_outermost_first(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.write("deployments/apps/base/deployment.yaml", APP)
+    repo.write("deployments/eu/prod/fra/apps/web/deployment.yaml", APP)
+    repo.write("deployments/solo/apps/.keep", "")
+    repo.write("deployments/.hidden/c9/apps/x/deployment.yaml", APP)
+    fleet = HierarchySource().discover(tmp_path)
+    assert fleet.root == tmp_path and fleet.layout == Layout()
+    assert [cluster.path for cluster in fleet.clusters] == ["eu/prod/fra", "solo"]
+    fra, solo = fleet.clusters
+    assert fra.levels == (
+        Level("global", "deployments", "global"),
+        Level("group", "deployments/eu", "group eu"),
+        Level("group", "deployments/eu/prod", "group eu/prod"),
+        Level("cluster", "deployments/eu/prod/fra", "cluster eu/prod/fra"),
+    )
+    assert (fra.name, fra.group, solo.name, solo.group) == ("fra", "eu/prod", "solo", None)
+    assert [d.name for d in fra.deployments] == ["base", "web"]
+    assert [d.name for d in solo.deployments] == ["base"]
+
+
+def test_a_deployment_is_taken_from_the_most_specific_level(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.write("deployments/apps/web/deployment.yaml", APP)
+    repo.write("deployments/grp/apps/web/deployment.yaml", APP)
+    repo.write("deployments/grp/c1/apps/.keep", "")
+    (cluster,) = HierarchySource().discover(tmp_path).clusters
+    web = cluster.deployment("web")
+    assert web == DeploymentDir(
+        "web", "deployments/grp/apps/web", Level("group", "deployments/grp", "group grp")
+    )
+    assert cluster.deployment("api") is None
+
+
+def test_discover_follows_the_layout(tmp_path: Path) -> None:
+    Repo(tmp_path).write("fleet/defs/c1/apps/web/deployment.yaml", APP)
+    layout = Layout(definitions="fleet/defs", templates="tpl")
+    fleet = HierarchySource(layout).discover(tmp_path)
+    assert fleet.layout == layout
+    (cluster,) = fleet.clusters
+    assert cluster.levels[0] == Level("global", "fleet/defs", "global")
+    assert cluster.deployments[0].path == "fleet/defs/c1/apps/web"
+    with pytest.raises(RepositoryError, match="'deployments/' not found"):
+        HierarchySource().discover(tmp_path)
+
+
+def test_discover_refuses_two_clusters_of_one_name(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.write("deployments/a/edge/apps/.keep", "")
+    repo.write("deployments/b/edge/apps/.keep", "")
+    with pytest.raises(RepositoryError, match="'edge' at a/edge, b/edge"):
+        HierarchySource().discover(tmp_path)

@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 from agekeys import AgeIdentity, encrypt
-from conftest import GitRepo
+from conftest import GitRepo, Repo
+from stages import ReleaseId, ReleaseStatus, plans_by_id
 
+from reviewer import explain
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
+from reviewer.explain import FileImpact, NoEffect, Origin, Provenance
+from reviewer.values import Layer
 
 APP = "apps: [{template: app}]\n"
 
@@ -180,3 +184,165 @@ def test_explanation_survives_sharding(
     merged = json.loads(capsys.readouterr().out)
     assert merged["explain"] == whole["explain"]
     assert [r["values"] for r in merged["releases"]] == [r["values"] for r in whole["releases"]]
+
+
+# --- the stage alone: explain's functions on plans built from two repositories ----------------
+
+WEB = ReleaseId("staging/stg-a", "web", "app")
+PRD = ReleaseId("prod/prd-a", "web", "app")
+
+
+def sides(tmp_path: Path, base: dict[str, str], head: dict[str, str]) -> tuple[Repo, Repo]:
+    """Two checkouts of one fleet (clusters staging/stg-a and prod/prd-a), then their edits."""
+    repos = []
+    for name, edits in (("base", base), ("head", head)):
+        repo = Repo(tmp_path / name).add_chart().add_template()
+        repo.write("deployments/apps/web/deployment.yaml", APP)
+        repo.write("deployments/staging/stg-a/apps/.keep", "")
+        repo.write("deployments/prod/prd-a/apps/.keep", "")
+        repos.append(repo.write_all(edits))
+    return repos[0], repos[1]
+
+
+def layer(source: str, values: dict[str, Any]) -> Layer:
+    return Layer(source, f"level of {source}", values)
+
+
+def test_provenance_names_the_last_setter_and_what_it_overrode() -> None:
+    layers = [
+        layer("global", {"image": {"tag": "1"}}),
+        layer("group", {"other": 1}),
+        layer("cluster", {"image": {"tag": "2"}}),
+    ]
+    assert explain.provenance(layers, ("image", "tag")) == Provenance(
+        Origin("cluster", "level of cluster"), (Origin("global", "level of global"),)
+    )
+    assert explain.provenance(layers, ("replicas",)).winner.level == "chart default"
+    assert explain.provenance(layers, ("atlas", "deployment")).winner.source == "atlas context"
+
+
+def test_a_layer_replacing_a_parent_map_sets_the_path_and_lists_replace_whole() -> None:
+    layers = [layer("low", {"image": {"tag": "1"}, "ports": [1]}), layer("high", {"image": None})]
+    assert explain.provenance(layers, ("image", "tag")).winner.source == "high"
+    assert explain.provenance(layers, ("ports", 0)).winner.source == "low"
+
+
+def test_values_diff_gives_each_changed_path_its_origins_on_both_sides(tmp_path: Path) -> None:
+    base, head = sides(
+        tmp_path,
+        {"deployments/staging/group.values.yaml": "image: {tag: 1.4.2}\nold: x\n"},
+        {
+            "deployments/staging/group.values.yaml": "image: {tag: 1.4.2}\n",
+            "deployments/staging/stg-a/cluster.values.yaml": "image: {tag: 2.0.0}\nnew: y\n",
+        },
+    )
+    old, new = plans_by_id(base.root)[WEB], plans_by_id(head.root)[WEB]
+    changes = {change.path: change for change in explain.values_diff(old, new, lambda v: v)}
+    assert sorted(changes) == ["image.tag", "new", "old"]
+    tag = changes["image.tag"]
+    assert tag.text == 'image.tag: "1.4.2" → "2.0.0"'
+    assert tag.base == Origin("deployments/staging/group.values.yaml", "group staging")
+    assert tag.head == Origin(
+        "deployments/staging/stg-a/cluster.values.yaml", "cluster staging/stg-a"
+    )
+    assert tag.line().endswith(f"← {tag.base} → {tag.head}")
+    assert (changes["new"].base, changes["old"].head) == (None, None)
+
+
+def test_values_diff_shows_only_what_the_redaction_leaves(tmp_path: Path) -> None:
+    base, head = sides(
+        tmp_path,
+        {"deployments/global.values.yaml": "password: one\n"},
+        {"deployments/global.values.yaml": "password: two\n"},
+    )
+    old, new = plans_by_id(base.root)[WEB], plans_by_id(head.root)[WEB]
+
+    def hide(values: Any) -> Any:
+        return {**values, "password": "<hidden " + str(len(values["password"])) + ">"}
+
+    assert explain.values_diff(old, new, hide) == ()
+    (change,) = explain.values_diff(old, new, lambda v: v)
+    assert "one" in change.text
+
+
+def test_blast_radius_counts_releases_clusters_and_changes_per_file(tmp_path: Path) -> None:
+    base, _ = sides(tmp_path, {"deployments/staging/group.values.yaml": "a: 1\n"}, {})
+    plans = plans_by_id(base.root).values()
+    files = ["deployments/staging/group.values.yaml", "charts/dump", "README.md"]
+    status = {WEB: ReleaseStatus.CHANGED, PRD: ReleaseStatus.UNCHANGED}
+    impacts = explain.blast_radius(files, plans, status)
+    assert impacts == (
+        FileImpact("charts/dump", (PRD, WEB), 1),
+        FileImpact("deployments/staging/group.values.yaml", (WEB,), 1),
+        FileImpact("README.md", (), 0),
+    )
+    assert impacts[0].clusters == 2
+    assert impacts[0].line() == "charts/dump → 2 release(s) in 2 cluster(s), 1 changed"
+    assert impacts[2].line() == "README.md → no release"
+
+
+def test_no_effect_names_the_overriding_file_or_suspects_a_typo(tmp_path: Path) -> None:
+    group = "deployments/prod/group.values.yaml"
+    pinned = {"deployments/prod/prd-a/cluster.values.yaml": "image: {tag: 9.9.9}\n"}
+    base, head = sides(
+        tmp_path,
+        {**pinned, group: "image: {tag: 1.0.0}\n"},
+        {**pinned, group: "image: {tag: 1.6.0}\nreplicsa: 3\n"},
+    )
+    found = explain.no_effect(
+        plans_by_id(base.root),
+        plans_by_id(head.root),
+        [group],
+        {PRD: ReleaseStatus.CHANGED, WEB: ReleaseStatus.UNCHANGED},
+    )
+    assert found == (
+        NoEffect(
+            group,
+            "image.tag",
+            "overridden by deployments/prod/prd-a/cluster.values.yaml (cluster prod/prd-a)",
+        ),
+    ), "replicsa reached a changed release's values, so it is not reported"
+
+
+def test_changed_files_lists_added_removed_and_modified_but_not_git(tmp_path: Path) -> None:
+    base, head = sides(
+        tmp_path,
+        {"same.txt": "s", "gone.txt": "g", "edit.txt": "1", ".git/HEAD": "a"},
+        {"same.txt": "s", "new.txt": "n", "edit.txt": "2", ".git/HEAD": "b"},
+    )
+    assert explain.changed_files(base.root, head.root) == ["edit.txt", "gone.txt", "new.txt"]
+
+
+def test_json_round_trips(tmp_path: Path) -> None:
+    base, head = sides(
+        tmp_path,
+        {"deployments/global.values.yaml": "a: 1\n"},
+        {"deployments/global.values.yaml": "a: 2\n"},
+    )
+    old, new = plans_by_id(base.root), plans_by_id(head.root)
+    status = {WEB: ReleaseStatus.CHANGED, PRD: ReleaseStatus.CHANGED}
+    built = explain.Explanation(
+        values={rid: explain.values_diff(old[rid], new[rid], lambda v: v) for rid in status},
+        blast_radius=explain.blast_radius(["deployments/global.values.yaml"], old.values(), status),
+        no_effect=(NoEffect("f.yaml", "x.y", "a reason"),),
+    )
+    assert explain.from_json(json.loads(json.dumps(explain.to_json(built)))) == built
+    assert explain.release_id("group/sub/cluster/dep/rel") == ReleaseId(
+        "group/sub/cluster", "dep", "rel"
+    )
+
+
+def test_merged_shards_keep_a_no_effect_only_if_no_shard_reading_the_file_saw_an_effect() -> None:
+    warning = NoEffect("g.yaml", "a", "reason")
+    other = NoEffect("h.yaml", "b", "reason")
+    one = explain.Explanation(
+        blast_radius=(FileImpact("g.yaml", (WEB,), 0), FileImpact("h.yaml", (WEB,), 0)),
+        no_effect=(warning, other),
+    )
+    two = explain.Explanation(
+        blast_radius=(FileImpact("g.yaml", (PRD,), 1), FileImpact("h.yaml", (), 0)),
+        no_effect=(),
+    )
+    merged = explain.merge([one, two])
+    assert merged.no_effect == (other,)
+    assert merged.blast_radius[0] == FileImpact("g.yaml", (PRD, WEB), 1)

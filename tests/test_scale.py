@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from conftest import GitRepo, Repo
@@ -20,7 +20,10 @@ from reviewer.workers import PARALLEL_THRESHOLD
 CLUSTERS = [f"g{g}/g{g}c{c}" for g in range(3) for c in range(6)]
 
 
-def fleet(repo: Repo, deployments: int = 3) -> Repo:
+AnyRepo = TypeVar("AnyRepo", bound=Repo)
+
+
+def fleet(repo: AnyRepo, deployments: int = 3) -> AnyRepo:
     for cluster in CLUSTERS:
         repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
         for number in range(deployments):

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
 from conftest import Repo, received_values
+
+from reviewer import values
+from reviewer.discover import HierarchySource
+from reviewer.errors import ConfigError
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.values import Layer, NoSecrets, ValuesEntry, ValuesLoader
 
 # One key per level: each level overrides the key "winner" and sets its own key,
 # so one rendering shows both the precedence and that every level was read.
@@ -184,3 +194,143 @@ def test_missing_hierarchy_files_are_skipped_silently(repo: Repo) -> None:
     repo.write("deployments/g/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
     snapshot = repo.render()
     assert snapshot.failed == []
+
+
+# --- the stage alone: merging, loading layers, validating entries -----------------------------
+
+
+class Placeholders:
+    """A secrets loader that shows which files it was asked for."""
+
+    def load(self, path: Path, *, source: str) -> dict[str, Any]:
+        return {"secretFrom": source}
+
+
+def loader(root: Path) -> ValuesLoader:
+    return ValuesLoader(root=root, templates=TemplateRenderer(), secrets=Placeholders())
+
+
+def test_merge_is_deep_and_higher_scalars_lists_and_nulls_replace() -> None:
+    lower = {"a": {"b": 1, "c": [1, 2]}, "keep": True, "drop": {"x": 1}}
+    higher = {"a": {"c": [3]}, "drop": None, "new": 1}
+    assert values.merge(lower, higher) == {
+        "a": {"b": 1, "c": [3]},
+        "keep": True,
+        "drop": None,
+        "new": 1,
+    }
+    assert lower == {"a": {"b": 1, "c": [1, 2]}, "keep": True, "drop": {"x": 1}}, "unchanged"
+
+
+def test_combine_merges_layers_in_order_and_with_atlas_forces_the_context() -> None:
+    layers = [Layer("one", "global", {"a": 1, "b": 1}), Layer("two", "cluster", {"a": 2})]
+    assert values.combine(layers) == {"a": 2, "b": 1}
+    assert values.with_atlas({"atlas": "mine", "a": 1}, {"cwd": "."}) == {
+        "atlas": {"cwd": "."},
+        "a": 1,
+    }
+
+
+def test_hierarchy_layers_come_lowest_first_and_plain_only_skips_sops(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.write("deployments/global.values.yaml", "level: global\n")
+    repo.write("deployments/g/group.values.sops.yaml", "encrypted: true\n")
+    repo.write("deployments/g/group.values.yaml.gotmpl", "seen: {{ .Values.level }}\n")
+    repo.write("deployments/g/c/apps/web/deployment.yaml", "apps: []\n")
+    repo.write("deployments/g/c/apps/web/values.yaml", "level: deployment\n")
+    (cluster,) = HierarchySource().discover(tmp_path).clusters
+    web = cluster.deployments[0]
+    layers = loader(tmp_path).hierarchy(cluster, web, atlas={}, plain_only=False)
+    assert [(layer.source, layer.level, layer.secret) for layer in layers] == [
+        ("deployments/global.values.yaml", "global", False),
+        ("deployments/g/group.values.sops.yaml", "group g", True),
+        ("deployments/g/group.values.yaml.gotmpl", "group g", False),
+        ("deployments/g/c/apps/web/values.yaml", "deployment web", False),
+    ]
+    assert layers[1].values == {"secretFrom": "deployments/g/group.values.sops.yaml"}
+    assert layers[2].values == {"seen": "global"}
+    plain = loader(tmp_path).hierarchy(cluster, web, atlas={}, plain_only=True)
+    assert [layer.source for layer in plain] == [
+        layers[0].source,
+        layers[2].source,
+        layers[3].source,
+    ]
+
+
+def test_release_gotmpl_sees_earlier_entries_under_the_hierarchy(tmp_path: Path) -> None:
+    Repo(tmp_path).write("t/v.yaml.gotmpl", "seen: {{ .Values.a }}-{{ .Values.atlas.x }}\n")
+    entries = [
+        (ValuesEntry("d.yaml", "apps[0].values[0]", "t", inline={"a": "entry"}), "lvl", False),
+        (ValuesEntry("d.yaml", "apps[0].values[1]", "t", file="t/v.yaml.gotmpl"), "lvl", False),
+        (ValuesEntry("d.yaml", "apps[0].secrets[0]", "t", file="t/s.yaml"), "sec", True),
+    ]
+    (tmp_path / "t/s.yaml").write_text("x: 1\n")
+    layers = loader(tmp_path).release_layers(entries, hierarchy={}, atlas={"x": "atlas"})
+    assert [layer.source for layer in layers] == [
+        "d.yaml apps[0].values[0]",
+        "t/v.yaml.gotmpl",
+        "t/s.yaml",
+    ]
+    assert layers[1].values == {"seen": "entry-atlas"}
+    assert layers[2].values == {"secretFrom": "t/s.yaml"} and layers[2].secret
+    over = loader(tmp_path).release_layers(entries[:2], hierarchy={"a": "hier"}, atlas={"x": 1})
+    assert over[1].values == {"seen": "hier-1"}
+
+
+def test_a_missing_entry_file_names_the_file_that_lists_it(tmp_path: Path) -> None:
+    entry = ValuesEntry("deployments/c/apps/w/deployment.yaml", "apps[0].values[0]", "x", "x/no")
+    with pytest.raises(ConfigError) as failure:
+        loader(tmp_path).release_layers([(entry, "lvl", False)], hierarchy={}, atlas={})
+    assert failure.value.file == "deployments/c/apps/w/deployment.yaml"
+    assert failure.value.field == "apps[0].values[0]"
+
+
+def test_without_a_secrets_loader_sops_files_are_refused_by_name(tmp_path: Path) -> None:
+    Repo(tmp_path).write("s.sops.yaml", "a: 1\n")
+    plain = ValuesLoader(root=tmp_path, templates=TemplateRenderer(), secrets=NoSecrets())
+    with pytest.raises(ConfigError) as failure:
+        plain.load_file("s.sops.yaml", context={}, secret=False)
+    assert failure.value.file == "s.sops.yaml"
+
+
+@pytest.mark.parametrize(
+    ("items", "allow_inline", "field"),
+    [
+        ("one.yaml", True, "apps[0].values"),
+        ([1], True, "apps[0].values[0]"),
+        (["ok.yaml", {"inline": 1}], False, "apps[0].values[1]"),
+        (["../../../out.yaml"], True, "apps[0].values[0]"),
+    ],
+)
+def test_entries_name_the_bad_item(
+    tmp_path: Path, items: Any, allow_inline: bool, field: str
+) -> None:
+    with pytest.raises(ConfigError) as failure:
+        values.entries(
+            items,
+            declared_in="d.yaml",
+            field="apps[0].values",
+            base="a/b",
+            root=tmp_path,
+            allow_inline=allow_inline,
+        )
+    assert (failure.value.file, failure.value.field) == ("d.yaml", field)
+
+
+def test_entries_resolve_files_against_their_base(tmp_path: Path) -> None:
+    found = values.entries(
+        ["../x.yaml", {"k": 1}],
+        declared_in="d.yaml",
+        field="f",
+        base="a/b",
+        root=tmp_path,
+        allow_inline=True,
+    )
+    assert found == [
+        ValuesEntry("d.yaml", "f[0]", "a/b", file="a/x.yaml"),
+        ValuesEntry("d.yaml", "f[1]", "a/b", inline={"k": 1}),
+    ]
+    assert (
+        values.entries(None, declared_in="d", field="f", base=".", root=tmp_path, allow_inline=True)
+        == []
+    )
