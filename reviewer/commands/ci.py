@@ -39,6 +39,7 @@ from reviewer.shards import Expected, ShardFacts, merge_shards, save_shard
 from reviewer.side import Shard, SideOptions, SideRequest, Tooling
 from reviewer.sops import KeylessMode
 
+
 @dataclass(frozen=True)
 class CiArgs:
     """Arguments of `reviewer ci`; None means "from the Actions event and environment"."""
