@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from reviewer import __version__
+from reviewer.charts import Credentials, default_cache_dir
 from reviewer.commands import ci as ci_cmd
 from reviewer.commands import diff as diff_cmd
 from reviewer.commands import explain as explain_cmd
@@ -25,6 +26,7 @@ from reviewer.console import Console
 from reviewer.diff import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.publish import CommentMode, StatusKind
+from reviewer.redact import shared_marker_key
 from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 
@@ -76,14 +78,37 @@ def _tooling(
     offline: bool,
     jobs: int | None,
 ) -> Tooling:
+    # Chart credentials and the default cache come from the environment `main` read once.
+    env = click.get_current_context().find_object(Edge)
+    environ = env.env if env is not None else {}
     return Tooling(
+        cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(environ),
+        credentials=Credentials.from_environment(environ),
         helm_engine=helm_engine,
         helm_binary=Path(helm_binary) if helm_binary else None,
-        cache_dir=Path(cache_dir) if cache_dir else None,
         offline=offline,
         jobs=jobs or os.cpu_count() or 1,
     )
 
+
+@dataclass(frozen=True)
+class Edge:
+    """What the process was given besides its arguments, read once in `main`."""
+
+    env: Mapping[str, str]
+    console: Console
+
+    @property
+    def in_ci(self) -> bool:
+        """Running in CI, where clear-text secrets are refused."""
+        return self.env.get("CI", "").lower() == "true" or "GITHUB_ACTIONS" in self.env
+
+    def marker_key(self) -> bytes | None:
+        """The Secret-marker key the jobs of one CI run share (None: random per process)."""
+        return shared_marker_key(self.env, warn=self.console.warn)
+
+
+_EDGE = click.make_pass_decorator(Edge)
 
 _REPO = click.argument(
     "repo", required=False, default=".", type=click.Path(exists=True, file_okay=False)
@@ -236,7 +261,8 @@ def cli() -> None:
     help="Write secret values in clear text (local debugging only; refused in CI).",
 )
 @_side_flags
-def render(repo: str, out: str, no_redact: bool, flags: SideFlags) -> None:
+@_EDGE
+def render(edge: Edge, repo: str, out: str, no_redact: bool, flags: SideFlags) -> None:
     """Render every release of REPO (default: current directory) into --out."""
     args = render_cmd.RenderArgs(
         repo=Path(repo),
@@ -247,9 +273,10 @@ def render(repo: str, out: str, no_redact: bool, flags: SideFlags) -> None:
         secrets=flags.secrets,
         tooling=flags.tooling,
         redact=not no_redact,
-        in_ci=_in_ci(),
+        in_ci=edge.in_ci,
+        marker_key=edge.marker_key(),
     )
-    sys.exit(render_cmd.run(args, Console()))
+    sys.exit(render_cmd.run(args, edge.console))
 
 
 @cli.command()
@@ -279,7 +306,9 @@ def render(repo: str, out: str, no_redact: bool, flags: SideFlags) -> None:
 )
 @_report_options
 @_side_flags
+@_EDGE
 def diff(
+    edge: Edge,
     directories: tuple[str, ...],
     repo: str,
     base: str | None,
@@ -314,8 +343,9 @@ def diff(
         secrets=flags.secrets,
         tooling=flags.tooling,
         save=Path(save) if save else None,
+        marker_key=edge.marker_key(),
     )
-    sys.exit(diff_cmd.run(args, Console()))
+    sys.exit(diff_cmd.run(args, edge.console))
 
 
 @cli.command()
@@ -323,7 +353,9 @@ def diff(
     "directories", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False)
 )
 @_report_options
+@_EDGE
 def merge(
+    edge: Edge,
     directories: tuple[str, ...],
     output_format: str,
     output: str | None,
@@ -335,7 +367,7 @@ def merge(
     report = diff_cmd.ReportArgs(
         output_format, Path(output) if output else None, context, differ, exit_code
     )
-    sys.exit(merge_cmd.run([Path(d) for d in directories], report, Console()))
+    sys.exit(merge_cmd.run([Path(d) for d in directories], report, edge.console))
 
 
 def _release_options(function: click.decorators.FC) -> click.decorators.FC:
@@ -371,7 +403,9 @@ def _release_args(
 @cli.command()
 @_release_options
 @click.argument("path", required=False)
+@_EDGE
 def explain(
+    edge: Edge,
     path: str | None,
     repo: str,
     cluster: str,
@@ -381,7 +415,7 @@ def explain(
 ) -> None:
     """Every value of one release (or under PATH) and the file that set it (redacted)."""
     args = _release_args(repo, cluster, deployment, release_name, secrets)
-    sys.exit(explain_cmd.explain(args, path, Console()))
+    sys.exit(explain_cmd.explain(args, path, edge.console))
 
 
 @cli.command("values")
@@ -391,7 +425,9 @@ def explain(
     help="Print secret values in clear text, e.g. to feed `helm template` (refused in CI).",
 )
 @_release_options
+@_EDGE
 def values_command(
+    edge: Edge,
     no_redact: bool,
     repo: str,
     cluster: str,
@@ -401,7 +437,7 @@ def values_command(
 ) -> None:
     """The merged values one release's chart receives, as YAML (redacted by default)."""
     args = _release_args(repo, cluster, deployment, release_name, secrets)
-    sys.exit(explain_cmd.values(args, redact=not no_redact, in_ci=_in_ci(), console=Console()))
+    sys.exit(explain_cmd.values(args, redact=not no_redact, in_ci=edge.in_ci, console=edge.console))
 
 
 @cli.command()
@@ -509,7 +545,9 @@ def values_command(
     help="Path-level differ (auto: dyff when installed).",
 )
 @_side_flags
+@_EDGE
 def ci(
+    edge: Edge,
     repo: str,
     head: str,
     base: str | None,
@@ -572,7 +610,7 @@ def ci(
     conflict = ci_cmd.mode_conflict(args)
     if conflict is not None:
         raise click.UsageError(conflict)
-    sys.exit(ci_cmd.run(args, Console()))
+    sys.exit(ci_cmd.run(args, edge.console, env=edge.env))
 
 
 def _shard(text: str | None) -> Shard | None:
@@ -584,15 +622,12 @@ def _shard(text: str | None) -> Shard | None:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true" or "GITHUB_ACTIONS" in os.environ
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point: maps every exception to the documented exit status."""
-    console = Console()
+    """Entry point: reads the environment (once) and maps every exception to an exit status."""
+    env = dict(os.environ)
+    console = Console(no_color="NO_COLOR" in env)
     try:
-        cli.main(args=argv, prog_name="reviewer", standalone_mode=False)
+        cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.UsageError as exc:

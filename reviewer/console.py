@@ -1,39 +1,47 @@
 """Terminal output: one place that knows about streams, colour and progress bars.
 
-Tests pass their own streams; `NO_COLOR` is honoured; progress bars only appear
-on a terminal.
+Tests pass their own streams; `NO_COLOR` is honoured (read by the CLI and passed in);
+progress bars only appear on a terminal. A console is an immutable value: once the
+secrets are known, a command derives a guarded console with `guarded(guard)`.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TextIO
 
 from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
-@dataclass
+@dataclass(frozen=True)
 class Console:
     """Where the CLI writes: results to `out`, messages and progress to `err`."""
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+    no_color: bool = False
+    """`NO_COLOR` was set: no colour on any stream."""
     guard: Callable[[str, str], None] | None = None
-    """The leak guard every line passes before it is shown (set once secrets are known)."""
+    """The leak guard every line passes before it is shown (None until secrets are known)."""
 
-    def __post_init__(self) -> None:
-        no_color = "NO_COLOR" in os.environ
-        self.rich = RichConsole(file=self.err, no_color=no_color, highlight=False, soft_wrap=True)
+    def guarded(self, guard: Callable[[str, str], None]) -> Console:
+        """The same streams, every line passing `guard` (the finished redaction's leak guard)."""
+        return replace(self, guard=guard)
+
+    @cached_property
+    def rich(self) -> RichConsole:
+        """The styled writer for messages and progress bars (on `err`)."""
+        return RichConsole(file=self.err, no_color=self.no_color, highlight=False, soft_wrap=True)
 
     @property
     def colour(self) -> bool:
         """True when results go to a terminal and NO_COLOR is not set."""
-        return self.out.isatty() and "NO_COLOR" not in os.environ
+        return self.out.isatty() and not self.no_color
 
     @property
     def interactive(self) -> bool:

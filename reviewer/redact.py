@@ -289,20 +289,25 @@ def _hide(text: str) -> str:
 _MARKER_KEY_CONTEXT = b"reviewer secret markers v1\0"
 
 
-def shared_marker_key(environ: Mapping[str, str]) -> bytes | None:
+def shared_marker_key(environ: Mapping[str, str], *, warn: Callable[[str], None]) -> bytes | None:
     """A Secret-marker key that every job of one CI run derives alike, or None.
 
     Derived from the SOPS age key material (secret, and present in every job
     that decrypts) and the CI run id, so the shards of one sharded review mark
     equal values equally while nobody without the key can compute a marker.
-    Without key material each process keeps a random key.
+    Without key material each process keeps a random key; an unreadable
+    `SOPS_AGE_KEY_FILE` is reported through `warn` (naming the file) and does the same.
     """
     material = environ.get("SOPS_AGE_KEY", "").encode()
     key_file = environ.get("SOPS_AGE_KEY_FILE")
     if not material and key_file:
         try:
             material = Path(key_file).read_bytes()
-        except OSError:
+        except OSError as exc:
+            warn(
+                f"warning: SOPS_AGE_KEY_FILE {key_file} cannot be read ({type(exc).__name__}): "
+                "Secret markers use a random key, so separate runs or shards mark values apart"
+            )
             return None
     if not material.strip():
         return None
@@ -348,7 +353,10 @@ class Redactor:
         return bool(self._secrets)
 
     def guard(self) -> LeakGuard:
-        """A leak guard for the same secrets, treating map keys seen so far as public."""
+        """A leak guard for the same secrets, treating map keys seen so far as public.
+
+        Take it once the redaction is finished and hand it to the output layer then.
+        """
         return LeakGuard(self._secrets, public=self._keys)
 
     def redact_text(self, text: str) -> str:

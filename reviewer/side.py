@@ -9,22 +9,23 @@ twins form the replacement map applied to the rendered objects.
 from __future__ import annotations
 
 import hashlib
-import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer.charts import ChartFetcher, Credentials, default_cache_dir
-from reviewer.config import CONFIG_FILE
+from reviewer import config as config_mod
+from reviewer.charts import ChartFetcher, Credentials
+from reviewer.config import CONFIG_FILE, RepoConfig
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import Plan, Planner, ReleasePlan
-from reviewer.redact import Redactor, redact_tree, replacement_map
+from reviewer.redact import LeakGuard, Redactor, redact_tree, replacement_map
 from reviewer.render import RenderCache, render_plan
 from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
-from reviewer.sops import SopsDecoder
+from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
 from reviewer.workers import InProcessPool, Pool, ProcessPool
 
@@ -71,7 +72,7 @@ class Selection:
         return not self.deployments or deployment.name in self.deployments
 
 
-@dataclass
+@dataclass(frozen=True)
 class SideOptions:
     """How to render a side."""
 
@@ -86,14 +87,15 @@ class SideOptions:
 class Tooling:
     """Which Helm engine renders and where charts come from."""
 
+    cache_dir: Path | None = None  # None: a throwaway cache for this run only
+    credentials: Credentials = field(default_factory=lambda: Credentials({}, []))
     helm_engine: str = "embedded"
     helm_binary: Path | None = None
-    cache_dir: Path | None = None
     offline: bool = False
     jobs: int = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tools:
     """What renders one run's releases; both sides of a diff share it, caches included."""
 
@@ -112,15 +114,28 @@ def open_tooling(tooling: Tooling) -> Iterator[Tools]:
         else InProcessPool(engine)
     )
     try:
-        with ChartFetcher(
-            cache_dir=tooling.cache_dir or default_cache_dir(os.environ),
-            offline=tooling.offline,
-            credentials=Credentials.from_environment(os.environ),
-        ) as fetcher:
+        with (
+            _cache_dir(tooling.cache_dir) as cache_dir,
+            ChartFetcher(
+                cache_dir=cache_dir,
+                offline=tooling.offline,
+                credentials=tooling.credentials,
+            ) as fetcher,
+        ):
             yield Tools(pool, fetcher)
     finally:
         pool.close()
         engine.close()
+
+
+@contextmanager
+def _cache_dir(given: Path | None) -> Iterator[Path]:
+    """`given`, or a throwaway directory removed when the run ends."""
+    if given is not None:
+        yield given
+        return
+    with tempfile.TemporaryDirectory(prefix="reviewer-charts-") as temporary:
+        yield Path(temporary)
 
 
 def plan_side(
@@ -175,7 +190,7 @@ class _Recording:
         return self.inner.load(path, source=source)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlannedSide:
     """A side's plan (real values), its redacted twin and the replacement map between them."""
 
@@ -184,7 +199,7 @@ class PlannedSide:
     replacements: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SideRender:
     """One rendered side: objects (not yet redacted), secrets map, and redacted plans."""
 
@@ -281,3 +296,87 @@ def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRel
     error = redactor.redact_text(release.error) if release.error is not None else None
     labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
     return replace(release, resources=resources, error=error, labels=labels)
+
+
+# --- preparing the sides of one command: render, then redact ------------------------------
+
+
+@dataclass(frozen=True)
+class SideRequest:
+    """What a rendering command asks for: options, layout overrides, secrets and tooling."""
+
+    options: SideOptions = field(default_factory=SideOptions)
+    definitions: str | None = None
+    templates: str | None = None
+    secrets: KeylessMode = KeylessMode.FALLBACK
+    tooling: Tooling = field(default_factory=Tooling)
+
+
+SideWatch = Callable[[int, RenderCache], AbstractContextManager[ProgressBar]]
+"""Around the rendering of side `i` (with the shared cache): yields its progress bar."""
+
+
+def _unwatched(index: int, cache: RenderCache) -> AbstractContextManager[ProgressBar]:
+    return nullcontext(_no_bar)
+
+
+@dataclass(frozen=True)
+class PreparedSides:
+    """Sides rendered and redacted together; `redactor` is theirs (the union of their maps)."""
+
+    config: RepoConfig
+    rendered: tuple[SideRender, ...]
+    """As rendered: real values, for what must compare unredacted content."""
+    redacted: tuple[Snapshot, ...]
+    redactor: Redactor
+    keyless: str | None
+    """The report line saying secrets were not decrypted, if any were not."""
+
+    def guard(self) -> LeakGuard:
+        """The leak guard of the finished redaction (map keys redacted so far are public)."""
+        return self.redactor.guard()
+
+
+def prepare_sides(
+    roots: Sequence[Path],
+    request: SideRequest,
+    *,
+    config_root: Path,
+    marker_key: bytes | None,
+    watch: SideWatch = _unwatched,
+) -> PreparedSides:
+    """Render every root with one tool set, then redact all with the union of their maps.
+
+    A secret that a change removes must not leak through the baseline, nor a new one
+    through the other side. Settings come from `config_root` (a diff's base side).
+    """
+    config = config_mod.load(config_root, request.options.config_file)
+    layout = config_mod.with_overrides(
+        config, definitions=request.definitions, templates=request.templates
+    )
+    options = replace(request.options, layout=layout)
+    renderer = TemplateRenderer()
+    decoder = SopsDecoder(keyless=request.secrets)
+    rendered: list[SideRender] = []
+    with open_tooling(request.tooling) as tools:
+        for index, root in enumerate(roots):
+            with watch(index, tools.cache) as bar:
+                rendered.append(
+                    render_side(
+                        root,
+                        options=options,
+                        tools=tools,
+                        renderer=renderer,
+                        secrets=decoder,
+                        bar=bar,
+                    )
+                )
+    replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
+    redactor = Redactor(replacements, key=marker_key)
+    return PreparedSides(
+        config=config,
+        rendered=tuple(rendered),
+        redacted=tuple(redact_snapshot(side.snapshot, redactor) for side in rendered),
+        redactor=redactor,
+        keyless=keyless_warning(decoder.keyless_sources),
+    )

@@ -84,7 +84,7 @@ class Repo:
         self, options: SideOptions | None = None, secrets: SecretsLoader | None = None
     ) -> Snapshot:
         """Render every release in-process with the embedded engine (not redacted)."""
-        with open_tooling(Tooling()) as tools:
+        with open_tooling(Tooling(cache_dir=self.root.parent / "chart-cache")) as tools:
             side = render_side(
                 self.root,
                 options=options or SideOptions(),

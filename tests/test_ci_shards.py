@@ -23,6 +23,7 @@ from reviewer.cli import main
 from reviewer.commands import ci
 from reviewer.console import Console
 from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.shards import SHARD_FILE, Expected, merge_shards
 from reviewer.side import Selection, Shard, SideOptions
 
 APP = "apps: [{template: app}]\n"
@@ -259,34 +260,34 @@ def test_shards_of_another_pull_request_are_refused(
 
 
 def _facts(directory: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((directory / ci.SHARD_FILE).read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads((directory / SHARD_FILE).read_text(encoding="utf-8"))
     return data
 
 
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda d: (d / ci.SHARD_FILE).unlink(), "ci-shard.json is missing"),
-        (lambda d: (d / ci.SHARD_FILE).write_text("[]"), "not a reviewer.ci-shard/v1 file"),
-        (lambda d: (d / ci.SHARD_FILE).write_bytes(b"\xff"), "not valid JSON"),
+        (lambda d: (d / SHARD_FILE).unlink(), "ci-shard.json is missing"),
+        (lambda d: (d / SHARD_FILE).write_text("[]"), "not a reviewer.ci-shard/v1 file"),
+        (lambda d: (d / SHARD_FILE).write_bytes(b"\xff"), "not valid JSON"),
         (
-            lambda d: (d / ci.SHARD_FILE).write_text(json.dumps({**_facts(d), "number": True})),
-            "number is not a positive whole number",
+            lambda d: (d / SHARD_FILE).write_text(json.dumps({**_facts(d), "number": True})),
+            "ci-shard.json: number: is not a positive whole number",
         ),
         (
-            lambda d: (d / ci.SHARD_FILE).write_text(
+            lambda d: (d / SHARD_FILE).write_text(
                 json.dumps({**_facts(d), "shard": {"index": 3, "total": 2}})
             ),
             "shard 3/2 is not I/N",
         ),
         (
-            lambda d: (d / ci.SHARD_FILE).write_text(
+            lambda d: (d / SHARD_FILE).write_text(
                 json.dumps({**_facts(d), "commits": {**_facts(d)["commits"], "merge": "HEAD"}})
             ),
-            "commits.merge is not a commit SHA",
+            "ci-shard.json: commits.merge: is not a commit SHA",
         ),
         (
-            lambda d: (d / ci.SHARD_FILE).write_text(
+            lambda d: (d / SHARD_FILE).write_text(
                 json.dumps({**_facts(d), "commits": {**_facts(d)["commits"], "merge": "a" * 40}})
             ),
             "not of the commits ci-shard.json names",
@@ -299,10 +300,7 @@ def test_damaged_shard_facts_are_rejected(
     _, saved, _ = render_shard(tmp_path, fake, pull, 1, total=1)
     damage(saved)
     with pytest.raises(ReviewerError, match=message):
-        ci.merge_shards([saved], NO_TARGET, Console(out=io.StringIO(), err=io.StringIO()))
-
-
-NO_TARGET = ci.Target(None, None, None, (), "main", "", "", None)
+        merge_shards([saved], Expected(), Console(out=io.StringIO(), err=io.StringIO()))
 
 
 def test_one_shard_of_one_is_a_whole_review(

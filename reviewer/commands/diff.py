@@ -4,32 +4,30 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer import bundle, report
-from reviewer import config as config_mod
 from reviewer.bundle import RenderedPair
-from reviewer.checkout import Side, Sides, directory_sides, git_sides
+from reviewer.checkout import Sides, directory_sides, git_sides
 from reviewer.console import Console, progress_bar
 from reviewer.diff import DifferChoice, DiffOptions, SnapshotDiff, diff_snapshots
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
-from reviewer.gotmpl import TemplateRenderer
-from reviewer.redact import Redactor, shared_marker_key
+from reviewer.redact import LeakGuard
+from reviewer.render import RenderCache
 from reviewer.side import (
+    ProgressBar,
     SideOptions,
-    SideRender,
+    SideRequest,
+    SideWatch,
     Tooling,
-    Tools,
-    keyless_warning,
-    open_tooling,
-    redact_snapshot,
-    render_side,
+    prepare_sides,
 )
 from reviewer.snapshot import ReleaseId, ResourceKey, Snapshot
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sops import KeylessMode
 
 FORMATS = ("text", "markdown", "json")
 
@@ -61,19 +59,37 @@ class DiffArgs:
     secrets: KeylessMode = KeylessMode.FALLBACK
     tooling: Tooling = field(default_factory=Tooling)
     save: Path | None = None
+    marker_key: bytes | None = None
+    """Secret-marker key shared by a CI run's jobs (`redact.shared_marker_key`); None: random."""
+
+    @property
+    def request(self) -> SideRequest:
+        """What both sides are rendered with."""
+        return SideRequest(
+            options=self.options,
+            definitions=self.definitions,
+            templates=self.templates,
+            secrets=self.secrets,
+            tooling=self.tooling,
+        )
 
 
 def run(args: DiffArgs, console: Console) -> ExitStatus:
     """Render both sides, diff, write the report; the exit status follows README.md."""
     if args.directories is not None:
-        pair = render_pair(directory_sides(*args.directories), args, console)
+        pair, guard = _render(directory_sides(*args.directories), args, console)
     else:
         with git_sides(args.repo, base=args.base, head=args.head, merge=args.merge) as sides:
-            pair = render_pair(sides, args, console)
+            pair, guard = _render(sides, args, console)
+    console = console.guarded(guard.check)
     if args.save is not None:
         bundle.save(pair, args.save, guard=console.check)
         console.info(f"rendered sides saved to {args.save}")
     return finish(pair, args.report, console)
+
+
+def _render(sides: Sides, args: DiffArgs, console: Console) -> tuple[RenderedPair, LeakGuard]:
+    return render_pair(sides, args.request, args.report, console, marker_key=args.marker_key)
 
 
 def compare(pair: RenderedPair, args: ReportArgs) -> SnapshotDiff:
@@ -109,46 +125,65 @@ def finish(
     return ExitStatus.OK
 
 
-def render_pair(sides: Sides, args: DiffArgs, console: Console) -> RenderedPair:
-    """Render, redact and explain both sides; afterwards the console guards every line."""
-    settings = config_mod.load(sides.base.root, args.options.config_file)
-    layout = config_mod.with_overrides(
-        settings, definitions=args.definitions, templates=args.templates
+def render_pair(
+    sides: Sides,
+    request: SideRequest,
+    report_args: ReportArgs,
+    console: Console,
+    *,
+    marker_key: bytes | None,
+) -> tuple[RenderedPair, LeakGuard]:
+    """Render, redact, diff and explain both sides; returns the pair and its leak guard."""
+    prepared = prepare_sides(
+        (sides.base.root, sides.head.root),
+        request,
+        config_root=sides.base.root,
+        marker_key=marker_key,
+        watch=_announce(console, sides),
     )
-    options = replace(args.options, layout=layout)
-    renderer = TemplateRenderer()
-    decoder = SopsDecoder(keyless=args.secrets)
-    with open_tooling(args.tooling) as tools:
-        render = Renderer(options, tools, renderer, decoder)
-        base = render.side(sides.base, console)
-        head = render.side(sides.head, console)
-    # Both sides are redacted with the union of their maps: a secret that the
-    # change removes must not leak through the baseline, nor a new one through head.
-    redactor = Redactor(
-        {**base.replacements, **head.replacements}, key=shared_marker_key(os.environ)
-    )
-    warning = keyless_warning(decoder.keyless_sources)
-    redacted_base = redact_snapshot(base.snapshot, redactor)
-    redacted_head = redact_snapshot(head.snapshot, redactor)
-    pair = RenderedPair(
-        base=redacted_base,
-        head=redacted_head,
-        base_info=report.SideInfo(sides.base.ref, sides.base.sha),
-        head_info=report.SideInfo(sides.head.ref, sides.head.sha),
-        warnings=sides.warnings + ((warning,) if warning else ()),
-        noise=settings.noise,
-        hidden=hidden_changes(base.snapshot, head.snapshot, redacted_base, redacted_head),
-    )
-    diff = compare(pair, args.report)
+    base, head = prepared.rendered
+    redacted_base, redacted_head = prepared.redacted
+    noise = prepared.config.noise
+    hidden = hidden_changes(base.snapshot, head.snapshot, redacted_base, redacted_head)
+    options = DiffOptions(context=report_args.context, differ=report_args.differ, noise=noise)
+    diff = diff_snapshots(redacted_base, redacted_head, options=options, hidden=hidden)
     explanation = explain(
         base=base.plans,
         head=head.plans,
         files=changed_files(sides.base.root, sides.head.root),
         diff=diff,
-        redact=redactor.redact_manifest,
+        redact=prepared.redactor.redact_manifest,
     )
-    console.guard = redactor.guard().check
-    return replace(pair, explanation=explanation, diff=diff)
+    pair = RenderedPair(
+        base=redacted_base,
+        head=redacted_head,
+        base_info=report.SideInfo(sides.base.ref, sides.base.sha),
+        head_info=report.SideInfo(sides.head.ref, sides.head.sha),
+        warnings=sides.warnings + ((prepared.keyless,) if prepared.keyless else ()),
+        noise=noise,
+        explanation=explanation,
+        hidden=hidden,
+        diff=diff,
+    )
+    # Taken last: the explanation's redacted values belong to the finished redaction.
+    return pair, prepared.guard()
+
+
+def _announce(console: Console, sides: Sides) -> SideWatch:
+    """Say which side renders, show its bar, then how many releases the cache spared."""
+
+    @contextmanager
+    def watch(index: int, cache: RenderCache) -> Iterator[ProgressBar]:
+        side = (sides.base, sides.head)[index]
+        console.info(f"rendering {side.label}: {side.ref}")
+        rendered, reused = cache.rendered, cache.reused
+        yield functools.partial(progress_bar, console, label=f"rendering {side.label}")
+        console.info(
+            f"  {side.label}: {cache.rendered - rendered} release(s) rendered, "
+            f"{cache.reused - reused} with inputs identical to an earlier render reused"
+        )
+
+    return watch
 
 
 def hidden_changes(
@@ -175,35 +210,6 @@ def hidden_changes(
             ):
                 found.add((release.id, key))
     return frozenset(found)
-
-
-@dataclass(frozen=True)
-class Renderer:
-    """What both sides of one diff are rendered with (caches are shared)."""
-
-    options: SideOptions
-    tools: Tools
-    templates: TemplateRenderer
-    decoder: SopsDecoder
-
-    def side(self, side: Side, console: Console) -> SideRender:
-        """Render one side (not yet redacted)."""
-        console.info(f"rendering {side.label}: {side.ref}")
-        cache = self.tools.cache
-        rendered, reused = cache.rendered, cache.reused
-        result = render_side(
-            side.root,
-            options=self.options,
-            tools=self.tools,
-            renderer=self.templates,
-            secrets=self.decoder,
-            bar=functools.partial(progress_bar, console, label=f"rendering {side.label}"),
-        )
-        console.info(
-            f"  {side.label}: {cache.rendered - rendered} release(s) rendered, "
-            f"{cache.reused - reused} with inputs identical to an earlier render reused"
-        )
-        return result
 
 
 def _write(review: report.Review, args: ReportArgs, console: Console) -> None:

@@ -12,7 +12,7 @@ from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.explain import leaf_provenance
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import ReleasePlan
-from reviewer.redact import Redactor
+from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
 from reviewer.side import Selection, SideOptions, plan_twins
 from reviewer.snapshot import ReleaseId
@@ -32,11 +32,13 @@ class ReleaseArgs:
 
 @dataclass(frozen=True)
 class Located:
-    """A release's real plan, its redacted twin, and the redactor of its side."""
+    """A release's real plan, its redacted twin, the redactor of its side and its leak guard."""
 
     real: ReleasePlan
     twin: ReleasePlan
     redactor: Redactor
+    guard: LeakGuard
+    """Taken before the values are redacted for display: no map key counts as public."""
 
 
 def locate(args: ReleaseArgs, console: Console) -> Located:
@@ -60,13 +62,13 @@ def locate(args: ReleaseArgs, console: Console) -> Located:
             f"'{args.cluster}'",
             hint="release names are those of `reviewer render` (index.json)",
         )
-    return Located(real, twin, redactor)
+    return Located(real, twin, redactor, redactor.guard())
 
 
 def explain(args: ReleaseArgs, path: str | None, console: Console) -> ExitStatus:
     """Print each value leaf of the release (or those under `path`) with its provenance."""
     located = locate(args, console)
-    console.guard = located.redactor.guard().check
+    console = console.guarded(located.guard.check)
     plan = replace(located.twin, values=located.redactor.redact_manifest(located.twin.values))
     for leaf, value, origin in leaf_provenance(plan):
         if path and not (leaf == path or leaf.startswith(path + ".")):
@@ -84,7 +86,7 @@ def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) ->
         raise ReviewerError("--no-redact is refused in CI: the values would expose secrets")
     located = locate(args, console)
     if redact:
-        console.guard = located.redactor.guard().check
+        console = console.guarded(located.guard.check)
         console.write(yamlio.dump(located.redactor.redact_manifest(located.twin.values)))
     else:
         console.write(yamlio.dump(located.real.values))

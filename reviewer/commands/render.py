@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import functools
-import os
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import config as config_mod
 from reviewer import snapshot as snapshot_mod
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
-from reviewer.gotmpl import TemplateRenderer
-from reviewer.redact import Redactor, shared_marker_key
-from reviewer.side import (
-    SideOptions,
-    Tooling,
-    keyless_warning,
-    open_tooling,
-    redact_snapshot,
-    render_side,
-)
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.side import SideOptions, SideRequest, Tooling, prepare_sides
+from reviewer.sops import KeylessMode
 
 
 @dataclass(frozen=True)
@@ -37,37 +27,35 @@ class RenderArgs:
     tooling: Tooling = field(default_factory=Tooling)
     redact: bool = True
     in_ci: bool = False
+    marker_key: bytes | None = None
+    """Secret-marker key shared by a CI run's jobs (`redact.shared_marker_key`); None: random."""
 
 
 def run(args: RenderArgs, console: Console) -> ExitStatus:
     """Render, write the snapshot, print failures; non-zero when any release failed."""
     if not args.redact and args.in_ci:
         raise ReviewerError("--no-redact is refused in CI: rendered output would expose secrets")
-    layout = config_mod.with_overrides(
-        config_mod.load(args.repo, args.options.config_file),
-        definitions=args.definitions,
-        templates=args.templates,
+    request = SideRequest(
+        args.options, args.definitions, args.templates, args.secrets, args.tooling
     )
-    options = replace(args.options, layout=layout)
-    decoder = SopsDecoder(keyless=args.secrets)
-    with open_tooling(args.tooling) as tools:
-        side = render_side(
-            args.repo,
-            options=options,
-            tools=tools,
-            renderer=TemplateRenderer(),
-            secrets=decoder,
-            bar=functools.partial(progress_bar, console, label="rendering"),
-        )
-    snapshot = side.snapshot
-    warning = keyless_warning(decoder.keyless_sources)
-    snapshot.warnings += [warning] if warning else []
+    prepared = prepare_sides(
+        (args.repo,),
+        request,
+        config_root=args.repo,
+        marker_key=args.marker_key,
+        watch=lambda _, __: nullcontext(
+            functools.partial(progress_bar, console, label="rendering")
+        ),
+    )
+    warnings = [prepared.keyless] if prepared.keyless else []
     if args.redact:
-        redactor = Redactor(side.replacements, key=shared_marker_key(os.environ))
-        snapshot = redact_snapshot(snapshot, redactor)
-        console.guard = redactor.guard().check
-        snapshot_mod.write(snapshot, args.out, guard=console.guard)
+        (redacted,) = prepared.redacted
+        snapshot = replace(redacted, warnings=[*redacted.warnings, *warnings])
+        console = console.guarded(prepared.guard().check)
+        snapshot_mod.write(snapshot, args.out, guard=console.check)
     else:
+        (side,) = prepared.rendered
+        snapshot = replace(side.snapshot, warnings=[*side.snapshot.warnings, *warnings])
         console.warn("--no-redact: secret values are written in clear text")
         snapshot_mod.write(snapshot, args.out)
     return _summary(snapshot, args.out, console)

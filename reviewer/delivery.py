@@ -1,0 +1,221 @@
+"""Delivering a review from CI: the sticky comments, the commit status, and what leaves.
+
+Every text that leaves the process (comments, the job summary, the report artifact) passes
+the leak guard and a check for the credentials this process holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer import comment, github_event
+from reviewer.console import Console
+from reviewer.errors import ReviewerError
+from reviewer.github_event import ActionsContext, Artifact
+from reviewer.publish import (
+    CommentMode,
+    GitHub,
+    Outcome,
+    Pacer,
+    StatusKind,
+    Sticky,
+    report_status,
+    sync_comments,
+    token_from_env,
+)
+from reviewer.snapshot import Guard
+
+FOOTER_MARK = "<!-- reviewer:footer -->"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The pull request a run is about, from arguments first and the event second."""
+
+    repository: str | None
+    number: int | None
+    pr_head: str | None
+    bases: tuple[str, ...]  # candidates for the target branch, best first
+    base_label: str
+    api_url: str
+    server_url: str
+    run_url: str | None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How a review is delivered: where it is posted, how, and whether at all."""
+
+    key: str = "default"
+    mode: CommentMode = CommentMode.UPDATE
+    max_parts: int = comment.DEFAULT_MAX_PARTS
+    status: StatusKind = StatusKind.STATUS
+    fail_on_changes: bool = False
+    dry_run: bool = False
+    render_only: bool = False
+    from_artifact: Path | None = None
+    artifact_name: str = "reviewer-report"
+    token_env: str = "GITHUB_TOKEN"
+
+
+@dataclass(frozen=True)
+class Channel:
+    """What delivery talks through: the output, the environment's credentials, the pacer."""
+
+    console: Console
+    env: Mapping[str, str]
+    pacer: Pacer | None
+
+
+def summary(markdown: str) -> str:
+    """The report's summary (up to the first details block) with the report's footer."""
+    head = comment.summary_of(markdown)
+    at = markdown.rfind(FOOTER_MARK)
+    return head if at < 0 else head.rstrip() + "\n\n" + markdown[at:]
+
+
+def deliver(
+    how: Delivery,
+    target: Target,
+    actions: ActionsContext,
+    artifact: Artifact,
+    channel: Channel,
+) -> str:
+    """Post (or print) the comments and the status; returns the first comment's URL, or ""."""
+    console = channel.console
+    if how.render_only:
+        console.info("render-only: nothing is posted")
+        return ""
+    parts = comment.plan_comments(
+        artifact.markdown,
+        key=how.key,
+        sha=artifact.head_sha,
+        pointer=_pointer(how, target),
+        summary=summary(artifact.markdown),
+        max_parts=how.max_parts,
+    )
+    texts = {f"comment part {p.number}": p.body for p in parts}
+    check_outbound(texts, channel.env, how.token_env, console)
+    if how.dry_run:
+        _print_parts(parts, console)
+        return ""
+    return _publish(how, target, actions, artifact, parts, channel)
+
+
+def _publish(
+    how: Delivery,
+    target: Target,
+    actions: ActionsContext,
+    artifact: Artifact,
+    parts: list[comment.Part],
+    channel: Channel,
+) -> str:
+    if target.repository is None:
+        raise ReviewerError("no repository to publish to", hint="pass --repository OWNER/NAME")
+    client = GitHub(
+        token=token_from_env(channel.env, how.token_env),
+        api_url=target.api_url,
+        repository=github_event.check_repository(target.repository),
+        pacer=channel.pacer,
+    )
+    number = _checked_number(how, target, actions, artifact, client, channel.console)
+    if number is None:
+        return ""
+    sticky = Sticky(
+        client, number, how.key, client.viewer(), hidden_aware=how.mode is CommentMode.HIDE_OUTDATED
+    )
+    result = sync_comments(sticky, parts, how.mode)
+    channel.console.info(
+        f"comments on #{number}: {result.created} created, {result.edited} edited, "
+        f"{result.deleted} deleted, {result.hidden} hidden"
+    )
+    context = "reviewer" if how.key == "default" else f"reviewer/{how.key}"
+    report_status(
+        client,
+        artifact.head_sha,
+        _outcome(how, artifact),
+        kind=how.status,
+        context=context,
+        url=target.run_url,
+    )
+    return result.urls[0] if result.urls else ""
+
+
+def _checked_number(
+    how: Delivery,
+    target: Target,
+    actions: ActionsContext,
+    artifact: Artifact,
+    client: GitHub,
+    console: Console,
+) -> int | None:
+    """The PR to post on; for an artifact, only after checking it against trusted facts."""
+    if how.from_artifact is None:
+        if target.number is None:
+            raise ReviewerError("no pull request number", hint="pass --pr N")
+        return target.number
+    trusted = actions.workflow_run_head_sha or target.pr_head
+    if trusted is None or artifact.head_sha != trusted:
+        raise ReviewerError(
+            "the report artifact is not for the commit the triggering run built",
+            hint="post artifacts from `workflow_run` events, or pass --pr-head SHA",
+        )
+    if client.pull_head_sha(artifact.number) != artifact.head_sha:
+        console.warn(f"#{artifact.number} has moved on since this report: not posting it")
+        return None
+    return artifact.number
+
+
+def _outcome(how: Delivery, artifact: Artifact) -> Outcome:
+    if artifact.errors:
+        text = f"the merge result fails to render ({artifact.errors} failure(s))"
+    elif artifact.changed:
+        text = "rendered changes" + (" (changes fail this check)" if how.fail_on_changes else "")
+    else:
+        text = "no rendered changes"
+    failed = bool(artifact.errors) or (how.fail_on_changes and artifact.changed)
+    return Outcome(failed, text, summary(artifact.markdown))
+
+
+def _pointer(how: Delivery, target: Target) -> str:
+    where = f"the [workflow run]({target.run_url})" if target.run_url else "the workflow run"
+    return (
+        "The full report is too long for comments: see the job summary and the "
+        f"`{how.artifact_name}` artifact of {where}."
+    )
+
+
+def artifact_note(how: Delivery) -> str:
+    """The job summary's pointer to the full report when the summary is truncated."""
+    return f"Truncated: the full report is in the `{how.artifact_name}` artifact of this run."
+
+
+def _print_parts(parts: list[comment.Part], console: Console) -> None:
+    for part in parts:
+        size = comment.size(part.body)
+        console.write(f"----- comment {part.number}/{part.total} ({size} bytes) -----\n")
+        console.write(part.body if part.body.endswith("\n") else part.body + "\n")
+
+
+def check_outbound(
+    texts: Mapping[str, str], env: Mapping[str, str], token_env: str, console: Console
+) -> None:
+    """Refuse to let out text holding a secret value (leak guard) or a credential we were given."""
+    guard = outbound_guard(env, token_env, console)
+    for location, text in texts.items():
+        guard(text, location)
+
+
+def outbound_guard(env: Mapping[str, str], token_env: str, console: Console) -> Guard:
+    """The leak guard plus a check for the credentials this process holds (token, age keys)."""
+    given = [env.get(token_env, ""), *env.get("SOPS_AGE_KEY", "").splitlines()]
+    secrets = {s.strip() for s in given if len(s.strip()) >= 16 and not s.startswith("#")}
+
+    def guard(text: str, location: str) -> None:
+        console.check(text, location)
+        if any(secret in text for secret in secrets):
+            raise ReviewerError(f"refusing to publish: the {location} contains a credential")
+
+    return guard
