@@ -10,7 +10,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reviewer import decode
 from reviewer import explain as explain_mod
@@ -80,15 +79,10 @@ def load(root: Path) -> RenderedPair:
         base_info=decode.required(meta, "base", top, _side),
         head_info=decode.required(meta, "head", top, _side),
         warnings=decode.optional(meta, "warnings", top, decode.strings, ()),
-        noise=NoiseRules.from_mapping(
-            decode.optional(meta, "noise", top, decode.mapping, _EMPTY), source=top.file
-        ),
+        noise=NoiseRules.from_mapping(decode.optional_map(meta, "noise", top), source=top.file),
         explanation=decode.optional(meta, "explain", top, _explanation, Explanation()),
         hidden=decode.optional(meta, "hidden", top, _hidden, frozenset()),
     )
-
-
-_EMPTY: dict[str, Any] = {}
 
 
 def _schema(value: object, at: decode.Field) -> str:
@@ -125,7 +119,7 @@ def _release_id(value: object, at: decode.Field) -> ReleaseId:
 def _explanation(value: object, at: decode.Field) -> Explanation:
     """What `explain.to_json` wrote: values by release, blast radius, no-effect warnings."""
     data = decode.mapping(value, at)
-    values = decode.optional(data, "values", at, decode.mapping, _EMPTY)
+    values = decode.optional_map(data, "values", at)
     impacts = decode.optional(data, "blastRadius", at, decode.sequence, decode.NO_ITEMS)
     no_effects = decode.optional(data, "noEffect", at, decode.sequence, decode.NO_ITEMS)
     by_release = at.key("values")

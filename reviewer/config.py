@@ -27,7 +27,6 @@ from reviewer.paths import inside
 
 CONFIG_FILE = ".reviewer.yaml"
 _KEYS = ("definitions", "templates", "noise")
-_NO_NOISE: dict[str, object] = {}
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
         definitions=decode.optional(data, "definitions", top, _directory, Layout.definitions),
         templates=decode.optional(data, "templates", top, _directory, Layout.templates),
     )
-    noise = decode.optional(data, "noise", top, decode.mapping, _NO_NOISE)
+    noise = decode.optional_map(data, "noise", top)
     return RepoConfig(layout=layout, noise=NoiseRules.from_mapping(noise, source=source))
 
 

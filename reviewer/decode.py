@@ -146,6 +146,11 @@ def optional(
     return decoder(value, at.key(key))
 
 
+def optional_map(data: Mapping[str, Any], key: str, at: Field) -> Mapping[str, Any]:
+    """The map at `key`; an empty one when the key is absent or null."""
+    return optional(data, key, at, mapping, NO_FIELDS)
+
+
 def required(
     data: Mapping[str, Any], key: str, at: Field, decoder: Callable[[object, Field], T]
 ) -> T:
@@ -155,6 +160,8 @@ def required(
     return decoder(data[key], at.key(key))
 
 
+NO_FIELDS: Mapping[str, Any] = {}
+"""The typed default for an absent map (never mutated: callers copy)."""
 NO_TEXT: Mapping[str, str] = {}
 """The typed default for an absent map of text (never mutated: callers copy)."""
 NO_ITEMS: Sequence[Any] = ()

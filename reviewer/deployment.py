@@ -21,7 +21,6 @@ NAME_STYLES = ("prefix", "suffix")
 _APP_KEYS = ("template", "name", "nameStyle", "namespace", "values", "secrets", "labels")
 _TOP_KEYS = ("apps", "settings")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_NO_SETTINGS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def parse(
     top = decode.Field(source)
     data = decode.mapping(document, top, allowed=_TOP_KEYS)
     # Other settings are ATLAS's business (they change nothing rendered): accepted as written.
-    settings = decode.optional(data, "settings", top, decode.mapping, _NO_SETTINGS)
+    settings = decode.optional_map(data, "settings", top)
     namespace = decode.optional(settings, "namespace", top.key("settings"), decode.string, None)
     apps = decode.required(data, "apps", top, decode.sequence)
     if not apps:
