@@ -70,7 +70,7 @@ _REJECTED_RELEASE_KEYS = {
     "transformers": "kustomize transformers are not supported",
     "hooks": "helmfile hooks run commands, which review rendering never does",
 }
-_KNOWN_RELEASE_KEYS = (*_RELEASE_KEYS, *_NO_EFFECT_RELEASE_KEYS, *_REJECTED_RELEASE_KEYS)
+_ACCEPTED_RELEASE_KEYS = (*_RELEASE_KEYS, *_NO_EFFECT_RELEASE_KEYS)
 _TOP_KEYS = ("bases", "commonLabels", "environments", "helmDefaults", "releases", "repositories")
 
 
@@ -219,10 +219,11 @@ def _release(
     common_labels: dict[str, str],
 ) -> ReleaseSpec:
     at = decode.Field(source).key("releases").index(index)
-    data = decode.mapping(raw, at, allowed=_KNOWN_RELEASE_KEYS)
-    for key, value in data.items():
+    for key in decode.mapping(raw, at):
         if key in _REJECTED_RELEASE_KEYS:
             raise at.key(key).error(f"is not supported: {_REJECTED_RELEASE_KEYS[key]}")
+    data = decode.mapping(raw, at, allowed=_ACCEPTED_RELEASE_KEYS)
+    for key, value in data.items():
         if key in _NO_EFFECT_RELEASE_KEYS and value is not None:
             _NO_EFFECT_RELEASE_KEYS[key](value, at.key(key))
     template_release = decode.required(data, "name", at, _name)

@@ -322,6 +322,10 @@ def test_wrong_type_in_deployment_yaml_fails_that_deployment_only(
             "releases: [{name: app, chart: ../../charts/dump, timeout: soon}]\n",
             "releases[0].timeout: must be a whole number",
         ),
+        (
+            "releases: [{name: app, chrat: ../../charts/dump}]\n",
+            "releases[0].chrat: unknown field; allowed: name, chart, version",
+        ),
     ],
 )
 def test_a_quoted_boolean_or_wrong_type_in_a_template_is_refused(
