@@ -10,13 +10,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from reviewer import decode
 from reviewer import explain as explain_mod
 from reviewer import snapshot as snapshot_mod
 from reviewer.diff import SnapshotDiff
 from reviewer.errors import ReviewerError
-from reviewer.explain import Explanation
+from reviewer.explain import Explanation, FileImpact, NoEffect, Origin, ValueChange
 from reviewer.noise import NoiseRules
 from reviewer.report import SideInfo
 from reviewer.snapshot import Guard, ReleaseId, ResourceKey, Snapshot
@@ -68,33 +68,115 @@ def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
 
 
 def load(root: Path) -> RenderedPair:
-    """Read a pair written by `save`."""
+    """Read a pair written by `save`; a damaged review.json is an error naming file and field."""
     meta_file = root / "review.json"
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        raise ReviewerError(f"{meta_file}: missing or not valid JSON") from None
-    if not isinstance(meta, dict) or meta.get("schema") != BUNDLE_SCHEMA:
-        raise ReviewerError(f"{meta_file}: not a {BUNDLE_SCHEMA} file")
+    top = decode.Field(str(meta_file))
+    meta = decode.mapping(decode.read_json(meta_file, source=top.file), top)
+    decode.required(meta, "schema", top, _schema)
     return RenderedPair(
         base=snapshot_mod.read(root / "base"),
         head=snapshot_mod.read(root / "head"),
-        base_info=_side(meta, "base"),
-        head_info=_side(meta, "head"),
-        warnings=tuple(str(w) for w in meta.get("warnings", [])),
-        noise=NoiseRules.from_mapping(meta.get("noise") or {}, source=str(meta_file)),
-        explanation=explain_mod.from_json(meta.get("explain") or {}),
-        hidden=frozenset(
-            (explain_mod.release_id(str(rid)), ResourceKey(*map(str, key)))
-            for rid, *key in meta.get("hidden") or []
+        base_info=decode.required(meta, "base", top, _side),
+        head_info=decode.required(meta, "head", top, _side),
+        warnings=decode.optional(meta, "warnings", top, decode.strings, ()),
+        noise=NoiseRules.from_mapping(decode.optional_map(meta, "noise", top), source=top.file),
+        explanation=decode.optional(meta, "explain", top, _explanation, Explanation()),
+        hidden=decode.optional(meta, "hidden", top, _hidden, frozenset()),
+    )
+
+
+def _schema(value: object, at: decode.Field) -> str:
+    if value != BUNDLE_SCHEMA:
+        raise at.error(f"must be {BUNDLE_SCHEMA}: not a review bundle this version can read")
+    return BUNDLE_SCHEMA
+
+
+def _side(value: object, at: decode.Field) -> SideInfo:
+    side = decode.mapping(value, at)
+    ref = decode.required(side, "ref", at, decode.string)
+    return SideInfo(ref, decode.optional(side, "sha", at, decode.string, None) or None)
+
+
+def _hidden(value: object, at: decode.Field) -> frozenset[tuple[ReleaseId, ResourceKey]]:
+    """`[[release id, group, kind, namespace, name], ...]`."""
+    found: set[tuple[ReleaseId, ResourceKey]] = set()
+    for index, item in enumerate(decode.sequence(value, at)):
+        where = at.index(index)
+        parts = decode.strings(item, where)
+        if len(parts) != 5:
+            raise where.error("must list a release id, group, kind, namespace and name")
+        found.add((_release_id(parts[0], where.index(0)), ResourceKey(*parts[1:])))
+    return frozenset(found)
+
+
+def _release_id(value: object, at: decode.Field) -> ReleaseId:
+    text = decode.string(value, at)
+    if text.count("/") < 2:
+        raise at.error("must be a release id: cluster/deployment/release")
+    return explain_mod.release_id(text)
+
+
+def _explanation(value: object, at: decode.Field) -> Explanation:
+    """What `explain.to_json` wrote: values by release, blast radius, no-effect warnings."""
+    data = decode.mapping(value, at)
+    values = decode.optional_map(data, "values", at)
+    impacts = decode.optional(data, "blastRadius", at, decode.sequence, decode.NO_ITEMS)
+    no_effects = decode.optional(data, "noEffect", at, decode.sequence, decode.NO_ITEMS)
+    by_release = at.key("values")
+    return Explanation(
+        values={
+            _release_id(rid, by_release.key(rid)): _changes(changes, by_release.key(rid))
+            for rid, changes in values.items()
+        },
+        blast_radius=tuple(
+            _file_impact(item, at.key("blastRadius").index(i)) for i, item in enumerate(impacts)
+        ),
+        no_effect=tuple(
+            _no_effect(item, at.key("noEffect").index(i)) for i, item in enumerate(no_effects)
         ),
     )
 
 
-def _side(meta: dict[str, Any], name: str) -> SideInfo:
-    side = meta.get(name) or {}
-    sha = side.get("sha")
-    return SideInfo(str(side.get("ref", name)), str(sha) if sha else None)
+def _changes(value: object, at: decode.Field) -> tuple[ValueChange, ...]:
+    items = decode.sequence(value, at)
+    return tuple(_value_change(item, at.index(i)) for i, item in enumerate(items))
+
+
+def _value_change(value: object, at: decode.Field) -> ValueChange:
+    data = decode.mapping(value, at)
+    return ValueChange(
+        path=decode.required(data, "path", at, decode.string),
+        text=decode.required(data, "change", at, decode.string),
+        base=decode.optional(data, "base", at, _origin, None),
+        head=decode.optional(data, "head", at, _origin, None),
+    )
+
+
+def _origin(value: object, at: decode.Field) -> Origin:
+    data = decode.mapping(value, at)
+    return Origin(
+        decode.required(data, "source", at, decode.string),
+        decode.required(data, "level", at, decode.string),
+    )
+
+
+def _file_impact(value: object, at: decode.Field) -> FileImpact:
+    data = decode.mapping(value, at)
+    releases = decode.optional(data, "releases", at, decode.sequence, decode.NO_ITEMS)
+    return FileImpact(
+        file=decode.required(data, "file", at, decode.string),
+        releases=tuple(_release_id(r, at.key("releases").index(i)) for i, r in enumerate(releases)),
+        changed=decode.required(data, "changed", at, decode.integer),
+    )
+
+
+def _no_effect(value: object, at: decode.Field) -> NoEffect:
+    data = decode.mapping(value, at)
+    return NoEffect(
+        file=decode.required(data, "file", at, decode.string),
+        path=decode.required(data, "path", at, decode.string),
+        reason=decode.required(data, "reason", at, decode.string),
+    )
 
 
 def merge(pairs: Sequence[RenderedPair]) -> RenderedPair:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import yamlio
+from reviewer import decode, yamlio
 from reviewer.discover import Layout
 from reviewer.errors import ConfigError
 from reviewer.noise import NoiseRules
@@ -48,17 +48,13 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
         if name != CONFIG_FILE:
             raise ConfigError(name, "settings file not found in the repository", field="config")
         return RepoConfig()
-    data = yamlio.read_mapping(path, source=source)
-    for key in data:
-        if key not in _KEYS:
-            raise ConfigError(source, f"unknown key; allowed: {', '.join(_KEYS)}", field=key)
+    top = decode.Field(source)
+    data = decode.mapping(yamlio.read_mapping(path, source=source), top, allowed=_KEYS)
     layout = Layout(
-        definitions=_directory(data, "definitions", Layout.definitions, source),
-        templates=_directory(data, "templates", Layout.templates, source),
+        definitions=decode.optional(data, "definitions", top, _directory, Layout.definitions),
+        templates=decode.optional(data, "templates", top, _directory, Layout.templates),
     )
-    noise = data.get("noise") or {}
-    if not isinstance(noise, dict):
-        raise ConfigError(source, "must be a map", field="noise")
+    noise = decode.optional_map(data, "noise", top)
     return RepoConfig(layout=layout, noise=NoiseRules.from_mapping(noise, source=source))
 
 
@@ -70,8 +66,8 @@ def with_overrides(config: RepoConfig, *, definitions: str | None, templates: st
     )
 
 
-def _directory(data: dict[str, object], key: str, default: str, source: str) -> str:
-    value = data.get(key, default)
-    if not isinstance(value, str) or not value or value.startswith("/") or ".." in value.split("/"):
-        raise ConfigError(source, "must be a relative directory inside the repository", field=key)
-    return value.strip("/")
+def _directory(value: object, at: decode.Field) -> str:
+    text = decode.string(value, at)
+    if not text or text.startswith("/") or ".." in text.split("/"):
+        raise at.error("must be a relative directory inside the repository")
+    return text.strip("/")

@@ -9,7 +9,7 @@ typed values. A bad field raises `ConfigError` naming the file, the field's path
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 from reviewer.errors import ConfigError
 
 T = TypeVar("T")
+Decoder = Callable[[object, "Field"], object]
+"""Checks one value at a field and returns it typed (the shape of every function below)."""
 
 
 @dataclass(frozen=True)
@@ -54,14 +56,15 @@ def mapping(
     allowed: Collection[str] | None = None,
     required: Collection[str] = (),
 ) -> dict[str, Any]:
-    """A map with string keys; `allowed` lists the keys it may have, `required` those it must."""
+    """A map with string keys; `allowed` lists the keys it may have (shown in the order
+    given), `required` those it must."""
     if not isinstance(value, Mapping):
         raise at.error("must be a map")
     for key in value:
         if not isinstance(key, str):
             raise at.error("keys must be strings")
         if allowed is not None and key not in allowed:
-            raise at.key(key).error(f"unknown key; allowed: {', '.join(sorted(allowed))}")
+            raise at.key(key).error(f"unknown field; allowed: {', '.join(allowed)}")
     for key in required:
         if key not in value:
             raise at.key(key).error("is required")
@@ -105,6 +108,20 @@ def integer(value: object, at: Field, *, minimum: int | None = None) -> int:
     return value
 
 
+def text(value: object, at: Field) -> str:
+    """A scalar read as text, as Go YAML reads one into a string field (`1.2` -> "1.2")."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise at.error("must be a string (or a number), not a map or list")
+
+
+def text_map(value: object, at: Field) -> dict[str, str]:
+    """A map of names to scalars, read as text (labels)."""
+    return {key: text(item, at.key(key)) for key, item in mapping(value, at).items()}
+
+
 def strings(value: object, at: Field) -> tuple[str, ...]:
     """A list of strings."""
     return tuple(string(item, at.index(i)) for i, item in enumerate(sequence(value, at)))
@@ -129,6 +146,11 @@ def optional(
     return decoder(value, at.key(key))
 
 
+def optional_map(data: Mapping[str, Any], key: str, at: Field) -> Mapping[str, Any]:
+    """The map at `key`; an empty one when the key is absent or null."""
+    return optional(data, key, at, mapping, NO_FIELDS)
+
+
 def required(
     data: Mapping[str, Any], key: str, at: Field, decoder: Callable[[object, Field], T]
 ) -> T:
@@ -136,6 +158,14 @@ def required(
     if data.get(key) is None:
         raise at.key(key).error("is required")
     return decoder(data[key], at.key(key))
+
+
+NO_FIELDS: Mapping[str, Any] = {}
+"""The typed default for an absent map (never mutated: callers copy)."""
+NO_TEXT: Mapping[str, str] = {}
+"""The typed default for an absent map of text (never mutated: callers copy)."""
+NO_ITEMS: Sequence[Any] = ()
+"""The typed default for an absent list."""
 
 
 def read_json(path: Path, *, source: str) -> object:

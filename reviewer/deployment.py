@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reviewer import decode
 from reviewer import values as values_mod
 from reviewer.errors import ConfigError
 from reviewer.values import ValuesEntry
@@ -47,69 +48,54 @@ class DeploymentSpec:
 
     source: str
     apps: tuple[AppSpec, ...]
-    settings: dict[str, Any]
-
-    @property
-    def namespace(self) -> str | None:
-        """`settings.namespace`: the default namespace of every app."""
-        namespace = self.settings.get("namespace")
-        return str(namespace) if namespace is not None else None
+    namespace: str | None = None
+    """`settings.namespace`: the default namespace of every app."""
 
 
 def parse(
     document: dict[str, Any], *, source: str, directory: str, root: Path, templates: set[str]
 ) -> DeploymentSpec:
     """Validate a rendered deployment.yaml mapping into a `DeploymentSpec`."""
-    _no_unknown_keys(document, _TOP_KEYS, source=source, prefix="")
-    settings = document.get("settings") or {}
-    if not isinstance(settings, dict):
-        raise ConfigError(source, "must be a map", field="settings")
-    namespace = settings.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        raise ConfigError(source, "must be a string", field="settings.namespace")
-    apps = document.get("apps")
-    if not isinstance(apps, list) or not apps:
-        raise ConfigError(source, "must be a non-empty list of apps", field="apps")
+    top = decode.Field(source)
+    data = decode.mapping(document, top, allowed=_TOP_KEYS)
+    # Other settings are ATLAS's business (they change nothing rendered): accepted as written.
+    settings = decode.optional_map(data, "settings", top)
+    namespace = decode.optional(settings, "namespace", top.key("settings"), decode.string, None)
+    apps = decode.required(data, "apps", top, decode.sequence)
+    if not apps:
+        raise top.key("apps").error("must be a non-empty list of apps")
     parsed = tuple(
-        _app(app, index, source=source, directory=directory, root=root, templates=templates)
+        _app(app, index, top.key("apps"), directory=directory, root=root, templates=templates)
         for index, app in enumerate(apps)
     )
-    return DeploymentSpec(source=source, apps=parsed, settings=settings)
+    return DeploymentSpec(source=source, apps=parsed, namespace=namespace)
 
 
 def _app(
-    app: Any, index: int, *, source: str, directory: str, root: Path, templates: set[str]
+    app: object, index: int, apps: decode.Field, *, directory: str, root: Path, templates: set[str]
 ) -> AppSpec:
-    where = f"apps[{index}]"
-    if not isinstance(app, dict):
-        raise ConfigError(source, "must be a map with at least 'template'", field=where)
-    _no_unknown_keys(app, _APP_KEYS, source=source, prefix=f"{where}.")
-    template = _string(app, "template", source=source, where=where, required=True)
-    assert template is not None
-    template = template.strip("/")
+    at = apps.index(index)
+    data = decode.mapping(app, at, allowed=_APP_KEYS)
+    template = decode.required(data, "template", at, _name).strip("/")
     if template not in templates:
-        raise _unknown_template(template, templates, source=source, where=where)
-    name = _string(app, "name", source=source, where=where) or template.rsplit("/", 1)[-1]
+        raise _unknown_template(template, templates, at=at.key("template"))
+    name = decode.optional(data, "name", at, _name, template.rsplit("/", 1)[-1])
     if not _DNS_LABEL.match(name):
-        raise ConfigError(
-            source,
+        raise at.key("name").error(
             f"'{name}' is not a valid instance name",
-            field=f"{where}.name",
             hint="use lowercase letters, digits and '-', starting and ending alphanumeric",
         )
-    style = _string(app, "nameStyle", source=source, where=where) or "prefix"
+    style = decode.optional(data, "nameStyle", at, _name, "prefix")
     if style not in NAME_STYLES:
-        raise ConfigError(
-            source,
-            f"'{style}' is not allowed; use one of: {', '.join(NAME_STYLES)}",
-            field=f"{where}.nameStyle",
+        raise at.key("nameStyle").error(
+            f"'{style}' is not allowed; use one of: {', '.join(NAME_STYLES)}"
         )
 
     def listed(key: str, *, allow_inline: bool) -> tuple[ValuesEntry, ...]:
         items = values_mod.entries(
-            app.get(key),
-            declared_in=source,
-            field=f"{where}.{key}",
+            data.get(key),
+            declared_in=at.file,
+            field=at.key(key).name,
             base=directory,
             root=root,
             allow_inline=allow_inline,
@@ -121,58 +107,19 @@ def _app(
         template=template,
         name=name,
         name_style=style,
-        namespace=_string(app, "namespace", source=source, where=where),
+        namespace=decode.optional(data, "namespace", at, _name, None),
         values=listed("values", allow_inline=True),
         secrets=listed("secrets", allow_inline=False),
-        labels=_labels(app.get("labels"), source=source, where=f"{where}.labels"),
+        labels=dict(decode.optional(data, "labels", at, decode.text_map, decode.NO_TEXT)),
     )
 
 
-def _string(
-    mapping: dict[str, Any], key: str, *, source: str, where: str, required: bool = False
-) -> str | None:
-    value = mapping.get(key)
-    if value is None:
-        if required:
-            raise ConfigError(source, "is required", field=f"{where}.{key}")
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(source, "must be a non-empty string", field=f"{where}.{key}")
-    return value
+def _name(value: object, at: decode.Field) -> str:
+    return decode.string(value, at, empty=False)
 
 
-def _labels(labels: Any, *, source: str, where: str) -> dict[str, str]:
-    if labels is None:
-        return {}
-    if not isinstance(labels, dict) or not all(
-        isinstance(v, (str, int, float, bool)) for v in labels.values()
-    ):
-        raise ConfigError(source, "must be a map of strings", field=where)
-    return {str(k): str(v) for k, v in labels.items()}
-
-
-def _no_unknown_keys(
-    mapping: dict[str, Any], allowed: tuple[str, ...], *, source: str, prefix: str
-) -> None:
-    for key in mapping:
-        if key not in allowed:
-            raise ConfigError(
-                source,
-                f"unknown field; allowed: {', '.join(allowed)}",
-                field=f"{prefix}{key}",
-            )
-
-
-def _unknown_template(
-    template: str, templates: set[str], *, source: str, where: str
-) -> ConfigError:
-
+def _unknown_template(template: str, templates: set[str], *, at: decode.Field) -> ConfigError:
     close = difflib.get_close_matches(template, sorted(templates), n=3)
     hint = f"did you mean: {', '.join(close)}?" if close else None
     known = ", ".join(sorted(templates)) or "none"
-    return ConfigError(
-        source,
-        f"unknown template '{template}'; templates found: {known}",
-        field=f"{where}.template",
-        hint=hint,
-    )
+    return at.error(f"unknown template '{template}'; templates found: {known}", hint=hint)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reviewer import decode
 from reviewer.errors import ReviewerError
 from reviewer.report import REPORT_SCHEMA
 
@@ -54,8 +55,8 @@ class ActionsContext:
 def load(env: Mapping[str, str]) -> ActionsContext:
     """Read `GITHUB_*` variables and, when `GITHUB_EVENT_PATH` is set, the event payload."""
     event_name = env.get("GITHUB_EVENT_NAME") or None
-    payload = _payload(env.get("GITHUB_EVENT_PATH"))
-    repository = env.get("GITHUB_REPOSITORY") or _get(payload, "repository", "full_name")
+    event = _event(env.get("GITHUB_EVENT_PATH"))
+    repository = env.get("GITHUB_REPOSITORY") or event.repository
     server_url = (env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL).rstrip("/")
     return ActionsContext(
         event_name=event_name,
@@ -63,46 +64,60 @@ def load(env: Mapping[str, str]) -> ActionsContext:
         api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
         server_url=server_url,
         run_url=_run_url(server_url, repository, env.get("GITHUB_RUN_ID")),
-        pull=_pull(payload) if event_name in PULL_REQUEST_EVENTS else None,
-        workflow_run_head_sha=_workflow_run_sha(payload) if event_name == "workflow_run" else None,
+        pull=event.pull() if event_name in PULL_REQUEST_EVENTS else None,
+        workflow_run_head_sha=event.workflow_run_sha() if event_name == "workflow_run" else None,
         output_path=_path(env.get("GITHUB_OUTPUT")),
         summary_path=_path(env.get("GITHUB_STEP_SUMMARY")),
     )
 
 
-def _payload(path: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Event:
+    """The event payload, decoded lazily by event type: only the parts a run needs."""
+
+    payload: Mapping[str, Any]
+    at: decode.Field
+
+    @property
+    def repository(self) -> str | None:
+        repository = decode.optional_map(self.payload, "repository", self.at)
+        return decode.optional(
+            repository, "full_name", self.at.key("repository"), decode.string, None
+        )
+
+    def pull(self) -> PullRequest:
+        pull = decode.required(self.payload, "pull_request", self.at, decode.mapping)
+        at = self.at.key("pull_request")
+        base = decode.optional_map(pull, "base", at)
+        head = decode.optional_map(pull, "head", at)
+        return PullRequest(
+            number=decode.required(pull, "number", at, _pull_number),
+            head_sha=decode.optional(head, "sha", at.key("head"), _sha, None),
+            base_sha=decode.optional(base, "sha", at.key("base"), _sha, None),
+            base_ref=decode.optional(base, "ref", at.key("base"), decode.string, None),
+        )
+
+    def workflow_run_sha(self) -> str | None:
+        run = decode.optional_map(self.payload, "workflow_run", self.at)
+        return decode.optional(run, "head_sha", self.at.key("workflow_run"), _sha, None)
+
+
+def _event(path: str | None) -> _Event:
     if not path:
-        return {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReviewerError(f"cannot read the event payload: {exc}", file=path) from None
-    if not isinstance(data, dict):
-        raise ReviewerError("the event payload is not a JSON object", file=path)
-    return data
+        return _Event({}, decode.Field("the event payload"))
+    at = decode.Field(path)
+    return _Event(decode.mapping(decode.read_json(Path(path), source=path), at), at)
 
 
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
+def _pull_number(value: object, at: decode.Field) -> int:
+    return decode.integer(value, at, minimum=1)
 
 
-def _pull(payload: dict[str, Any]) -> PullRequest:
-    number = _get(payload, "pull_request", "number")
-    if not isinstance(number, int) or number <= 0:
-        raise ReviewerError("the event payload has no pull_request.number")
-    base_ref = _get(payload, "pull_request", "base", "ref")
-    return PullRequest(
-        number=number,
-        head_sha=check_sha(_get(payload, "pull_request", "head", "sha"), "pull_request.head.sha"),
-        base_sha=check_sha(_get(payload, "pull_request", "base", "sha"), "pull_request.base.sha"),
-        base_ref=base_ref if isinstance(base_ref, str) else None,
-    )
-
-
-def _workflow_run_sha(payload: dict[str, Any]) -> str | None:
-    return check_sha(_get(payload, "workflow_run", "head_sha"), "workflow_run.head_sha")
+def _sha(value: object, at: decode.Field) -> str:
+    text = decode.string(value, at)
+    if not SHA.fullmatch(text):
+        raise at.error("must be a full commit SHA (40 or 64 hex digits)")
+    return text
 
 
 def check_sha(value: Any, what: str) -> str | None:

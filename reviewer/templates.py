@@ -10,14 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import helm_python
 
+from reviewer import decode, yamlio
 from reviewer import values as values_mod
-from reviewer import yamlio
 from reviewer.errors import ConfigError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.paths import inside
@@ -26,7 +27,8 @@ from reviewer.values import Values, ValuesEntry
 TEMPLATE_FILES = ("helmfile.yaml.gotmpl", "helmfile.yaml")
 MAX_RELEASE_NAME = 53
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_RELEASE_KEYS = {
+# Honoured: each is read by `_release` below.
+_RELEASE_KEYS = (
     "name",
     "chart",
     "version",
@@ -37,9 +39,28 @@ _RELEASE_KEYS = {
     "setString",
     "labels",
     "skipSchemaValidation",
+)
+# Accepted and ignored: they change how or whether helmfile deploys, never what Helm renders
+# (and the presence of deployment.yaml is the intent to install). Each is still checked for
+# the type helmfile requires, so a template that helmfile would refuse is refused here too.
+_NO_EFFECT_RELEASE_KEYS: dict[str, decode.Decoder] = {
+    "condition": decode.string,
+    "installed": decode.boolean,
+    "installedTemplate": decode.string,
+    "createNamespace": decode.boolean,
+    "wait": decode.boolean,
+    "waitForJobs": decode.boolean,
+    "timeout": decode.integer,
+    "atomic": decode.boolean,
+    "needs": decode.strings,
+    "historyMax": decode.integer,
+    "cleanupOnFail": decode.boolean,
+    "recreatePods": decode.boolean,
+    "force": decode.boolean,
+    "verify": decode.boolean,
+    "devel": decode.boolean,
+    "missingFileHandler": decode.string,
 }
-# Present in helmfile but meaningless here: the presence of deployment.yaml is the intent.
-_IGNORED_RELEASE_KEYS = {"condition", "installed"}
 # Would change what gets deployed in ways we cannot reproduce exactly: refuse, never ignore.
 _REJECTED_RELEASE_KEYS = {
     "postRenderer": "the reviewer owns post-processing of rendered manifests",
@@ -49,7 +70,8 @@ _REJECTED_RELEASE_KEYS = {
     "transformers": "kustomize transformers are not supported",
     "hooks": "helmfile hooks run commands, which review rendering never does",
 }
-_TOP_KEYS = {"repositories", "releases", "commonLabels", "helmDefaults", "environments", "bases"}
+_ACCEPTED_RELEASE_KEYS = (*_RELEASE_KEYS, *_NO_EFFECT_RELEASE_KEYS)
+_TOP_KEYS = ("bases", "commonLabels", "environments", "helmDefaults", "releases", "repositories")
 
 
 @dataclass(frozen=True)
@@ -75,6 +97,9 @@ class Repository:
         if self.oci and not self.url.startswith("oci://"):
             return f"oci://{self.url}"
         return self.url
+
+
+_NO_REPOSITORIES: Mapping[str, Repository] = {}
 
 
 @dataclass(frozen=True)
@@ -150,23 +175,22 @@ def expand(
     if source.endswith(".gotmpl"):
         text = renderer.render(text, values=context, source=source)
     documents = yamlio.load_documents(text, source=source)
+    top = decode.Field(source)
     repositories: dict[str, Repository] = {}
-    raw_releases: list[tuple[int, Any]] = []
+    raw_releases: list[tuple[int, object]] = []
     common_labels: dict[str, str] = {}
     for document in documents:
-        for key in document:
-            if key not in _TOP_KEYS:
-                raise ConfigError(
-                    source, f"unknown field; allowed: {', '.join(sorted(_TOP_KEYS))}", field=key
-                )
-        repositories.update(_repositories(document.get("repositories"), source=source))
-        common_labels.update(_labels(document.get("commonLabels"), source, "commonLabels"))
-        releases = document.get("releases") or []
-        if not isinstance(releases, list):
-            raise ConfigError(source, "must be a list", field="releases")
+        data = decode.mapping(document, top, allowed=_TOP_KEYS)
+        repositories.update(
+            decode.optional(data, "repositories", top, _repositories, _NO_REPOSITORIES)
+        )
+        common_labels.update(
+            decode.optional(data, "commonLabels", top, decode.text_map, decode.NO_TEXT)
+        )
+        releases = decode.optional(data, "releases", top, decode.sequence, decode.NO_ITEMS)
         raw_releases.extend((len(raw_releases) + i, r) for i, r in enumerate(releases))
     if not raw_releases:
-        raise ConfigError(source, "the template declares no releases", field="releases")
+        raise top.key("releases").error("the template declares no releases")
     template_dir = source.rsplit("/", 1)[0]
     return [
         _release(
@@ -184,7 +208,7 @@ def expand(
 
 
 def _release(
-    raw: Any,
+    raw: object,
     index: int,
     *,
     root: Path,
@@ -194,61 +218,55 @@ def _release(
     repositories: dict[str, Repository],
     common_labels: dict[str, str],
 ) -> ReleaseSpec:
-    where = f"releases[{index}]"
-    if not isinstance(raw, dict):
-        raise ConfigError(source, "must be a map", field=where)
-    for key in raw:
+    at = decode.Field(source).key("releases").index(index)
+    for key in decode.mapping(raw, at):
         if key in _REJECTED_RELEASE_KEYS:
-            raise ConfigError(
-                source, f"is not supported: {_REJECTED_RELEASE_KEYS[key]}", field=f"{where}.{key}"
-            )
-        if key not in _RELEASE_KEYS and key not in _IGNORED_RELEASE_KEYS:
-            allowed = ", ".join(sorted(_RELEASE_KEYS))
-            raise ConfigError(source, f"unknown field; allowed: {allowed}", field=f"{where}.{key}")
-    template_release = _required_string(raw, "name", source, where)
-    chart = _chart(
-        _required_string(raw, "chart", source, where),
-        root,
-        template_dir,
-        repositories,
-        source=source,
-        where=f"{where}.chart",
-    )
+            raise at.key(key).error(f"is not supported: {_REJECTED_RELEASE_KEYS[key]}")
+    data = decode.mapping(raw, at, allowed=_ACCEPTED_RELEASE_KEYS)
+    for key, value in data.items():
+        if key in _NO_EFFECT_RELEASE_KEYS and value is not None:
+            _NO_EFFECT_RELEASE_KEYS[key](value, at.key(key))
+    template_release = decode.required(data, "name", at, _name)
+    chart_ref = decode.required(data, "chart", at, _name)
+    chart = _chart(chart_ref, root, template_dir, repositories, where=at.key("chart"))
     name = release_name(template_release, instance)
-    _check_release_name(name, source=source, where=f"{where}.name")
-    namespace = instance.namespace or _optional_string(raw, "namespace", source, where) or "default"
-    version = raw.get("version")
+    _check_release_name(name, source=source, where=at.key("name").name)
+    declared_namespace = decode.optional(data, "namespace", at, decode.string, "")
+    labels = decode.optional(data, "labels", at, decode.text_map, decode.NO_TEXT)
     return ReleaseSpec(
         name=name,
-        namespace=namespace,
+        namespace=instance.namespace or declared_namespace or "default",
         chart=chart,
-        version=str(version) if version is not None else None,
-        values=tuple(
-            values_mod.entries(
-                raw.get("values"),
-                declared_in=source,
-                field=f"{where}.values",
-                base=template_dir,
-                root=root,
-                allow_inline=True,
-            )
+        version=decode.optional(data, "version", at, decode.text, None),
+        values=_entries(data, "values", at, root=root, template_dir=template_dir),
+        secrets=_entries(data, "secrets", at, root=root, template_dir=template_dir),
+        set_values=_set_values(data, at),
+        labels={**common_labels, **labels},
+        skip_schema_validation=decode.optional(
+            data, "skipSchemaValidation", at, decode.boolean, False
         ),
-        secrets=tuple(
-            values_mod.entries(
-                raw.get("secrets"),
-                declared_in=source,
-                field=f"{where}.secrets",
-                base=template_dir,
-                root=root,
-                allow_inline=False,
-            )
-        ),
-        set_values=_set_values(raw, source=source, where=where),
-        labels={**common_labels, **_labels(raw.get("labels"), source, f"{where}.labels")},
-        skip_schema_validation=bool(raw.get("skipSchemaValidation", False)),
         source=source,
-        field=where,
+        field=at.name,
     )
+
+
+def _name(value: object, at: decode.Field) -> str:
+    return decode.string(value, at, empty=False)
+
+
+def _entries(
+    data: dict[str, Any], key: str, at: decode.Field, *, root: Path, template_dir: str
+) -> tuple[ValuesEntry, ...]:
+    """`values` (files or inline maps) or `secrets` (files only), relative to the template."""
+    entries = values_mod.entries(
+        data.get(key),
+        declared_in=at.file,
+        field=at.key(key).name,
+        base=template_dir,
+        root=root,
+        allow_inline=key == "values",
+    )
+    return tuple(entries)
 
 
 def _check_release_name(name: str, *, source: str, where: str) -> None:
@@ -274,75 +292,59 @@ def _chart(
     template_dir: str,
     repositories: dict[str, Repository],
     *,
-    source: str,
-    where: str,
+    where: decode.Field,
 ) -> ChartRef:
     if ref.startswith("oci://"):
         return ChartRef(ref=ref, repository=ref)
     first = ref.split("/", 1)[0]
     if not ref.startswith(("./", "../", "/")) and first in repositories and "/" in ref:
         return ChartRef(ref=ref, repository=repositories[first].location)
-    local = inside(root, template_dir, ref, file=source, field=where)
+    local = inside(root, template_dir, ref, file=where.file, field=where.name)
     if not (root / local).exists():
-        raise ConfigError(
-            source,
+        raise where.error(
             f"chart '{ref}' not found (looked for '{local}' and repositories: "
-            f"{', '.join(sorted(repositories)) or 'none declared'})",
-            field=where,
+            f"{', '.join(sorted(repositories)) or 'none declared'})"
         )
     return ChartRef(ref=ref, local=local)
 
 
-def _repositories(raw: Any, *, source: str) -> dict[str, Repository]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise ConfigError(source, "must be a list", field="repositories")
+def _repositories(value: object, at: decode.Field) -> Mapping[str, Repository]:
     found: dict[str, Repository] = {}
-    for index, item in enumerate(raw):
-        where = f"repositories[{index}]"
-        if not isinstance(item, dict):
-            raise ConfigError(source, "must be a map with 'name' and 'url'", field=where)
-        name = _required_string(item, "name", source, where)
-        url = _required_string(item, "url", source, where)
-        oci = bool(item.get("oci", False))
+    for index, item in enumerate(decode.sequence(value, at)):
+        where = at.index(index)
+        data = decode.mapping(item, where, required=("name", "url"))
+        name = decode.required(data, "name", where, _name)
+        url = decode.required(data, "url", where, _name)
+        oci = decode.optional(data, "oci", where, decode.boolean, False)
         if not oci and not url.startswith(("http://", "https://", "oci://")):
-            raise ConfigError(
-                source,
+            raise where.key("url").error(
                 f"'{url}' is not an http(s):// or oci:// URL",
-                field=f"{where}.url",
                 hint="set 'oci: true' for an OCI registry given without a scheme",
             )
         found[name] = Repository(name=name, url=url, oci=oci or url.startswith("oci://"))
     return found
 
 
-def _set_values(raw: dict[str, Any], *, source: str, where: str) -> Values:
+def _set_values(data: dict[str, Any], at: decode.Field) -> Values:
     """`set` (typed like `--set`) then `setString` (always strings), as one values map."""
     merged: Values = {}
     for key, as_string in (("set", False), ("setString", True)):
-        items = raw.get(key) or []
-        if not isinstance(items, list):
-            raise ConfigError(source, "must be a list of {name, value}", field=f"{where}.{key}")
+        items = decode.optional(data, key, at, decode.sequence, decode.NO_ITEMS)
         for index, item in enumerate(items):
-            item_where = f"{where}.{key}[{index}]"
-            parsed = _one_set(item, as_string=as_string, source=source, where=item_where)
+            parsed = _one_set(item, as_string=as_string, at=at.key(key).index(index))
             merged = values_mod.merge(merged, parsed)
     return merged
 
 
-def _one_set(item: Any, *, as_string: bool, source: str, where: str) -> Values:
-    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-        raise ConfigError(source, "must be a map with 'name' and 'value' or 'values'", field=where)
-    name = item["name"]
-    if "values" in item:
-        value: Any = item["values"]
-        if not isinstance(value, list):
-            raise ConfigError(source, "must be a list", field=f"{where}.values")
-    elif "value" in item:
-        value = item["value"]
+def _one_set(item: object, *, as_string: bool, at: decode.Field) -> Values:
+    data = decode.mapping(item, at)
+    name = decode.required(data, "name", at, _name)
+    if "values" in data:
+        value: Any = decode.sequence(data["values"], at.key("values"))
+    elif "value" in data:
+        value = data["value"]
     else:
-        raise ConfigError(source, "needs 'value' or 'values'", field=where)
+        raise at.error("needs 'value' or 'values'")
     try:
         if as_string:
             return dict(helm_python.parse_set_literal(f"{name}={value}"))
@@ -350,36 +352,8 @@ def _one_set(item: Any, *, as_string: bool, source: str, where: str) -> Values:
             return dict(helm_python.parse_set_string(f"{name}={_escape_set(value)}"))
         return dict(helm_python.parse_set_json(f"{name}={json.dumps(value)}"))
     except helm_python.HelmError:
-        raise ConfigError(
-            source, f"cannot parse set expression for '{name}'", field=where
-        ) from None
+        raise at.error(f"cannot parse set expression for '{name}'") from None
 
 
 def _escape_set(value: str) -> str:
     return value.replace("\\", "\\\\").replace(",", "\\,")
-
-
-def _labels(raw: Any, source: str, where: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(source, "must be a map of strings", field=where)
-    return {str(k): str(v) for k, v in raw.items()}
-
-
-def _required_string(raw: dict[str, Any], key: str, source: str, where: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value:
-        raise ConfigError(
-            source, "is required and must be a non-empty string", field=f"{where}.{key}"
-        )
-    return value
-
-
-def _optional_string(raw: dict[str, Any], key: str, source: str, where: str) -> str | None:
-    value = raw.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ConfigError(source, "must be a string", field=f"{where}.{key}")
-    return value

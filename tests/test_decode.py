@@ -86,3 +86,22 @@ def _written(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "ok.json"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_text_reads_scalars_as_go_yaml_reads_them_into_strings() -> None:
+    assert decode.text_map({"tier": "web", "rank": 2, "on": True}, AT) == {
+        "tier": "web",
+        "rank": "2",
+        "on": "true",
+    }
+    assert decode.text(1.5, AT) == "1.5"
+    with pytest.raises(ConfigError) as caught:
+        decode.text_map({"tier": ["web"]}, AT.key("labels"))
+    assert caught.value.field == "labels.tier"
+
+
+def test_optional_map_is_empty_when_absent_and_checked_when_present() -> None:
+    assert decode.optional_map({"settings": None}, "settings", AT) == {}
+    assert decode.optional_map({"settings": {"a": 1}}, "settings", AT) == {"a": 1}
+    with pytest.raises(ConfigError, match="settings: must be a map"):
+        decode.optional_map({"settings": ["a"]}, "settings", AT)

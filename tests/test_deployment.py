@@ -56,7 +56,7 @@ def test_values_are_deployment_relative_files_or_inline_maps(tmp_path: Path) -> 
         (None, {"replicas": 2}, "apps[0].values[1]"),
     ]
     assert [s.file for s in app.secrets] == ["deployments/c1/apps/web/secret.sops.yaml"]
-    assert app.labels == {"tier": "1", "public": "True"}
+    assert app.labels == {"tier": "1", "public": "true"}
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
 from conftest import Repo, received_values, release
 
+from reviewer.cli import main
+from reviewer.errors import ExitStatus
 from reviewer.snapshot import Snapshot
 from reviewer.templates import suggest_release_name
 
@@ -264,3 +271,99 @@ def test_values_received_by_first_instance_survive_a_failing_sibling(repo: Repo)
     snapshot = repo.render()
     assert "missing.yaml" in failure(snapshot)
     assert received_values(snapshot, "c", "a", "good-app")["replicas"] == 1
+
+
+# --- typed decoding: wrong types and quoted booleans are refused, not guessed ---
+
+
+def render_cli(
+    repo: Repo, out: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[object, str, dict[str, dict[str, Any]]]:
+    """Run `reviewer render`: exit status, standard error and index entries by deployment."""
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(repo.root), "--out", str(out)])
+    index = json.loads((out / "index.json").read_text(encoding="utf-8"))
+    entries = {entry["deployment"]: entry for entry in index["releases"]}
+    return done.value.code, capsys.readouterr().err, entries
+
+
+def test_wrong_type_in_deployment_yaml_fails_that_deployment_only(
+    repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo.write("deployments/c/apps/bad/deployment.yaml", "apps: [{template: app, name: [x]}]\n")
+    repo.write("deployments/c/apps/ok/deployment.yaml", "apps: [{template: app}]\n")
+    code, stderr, entries = render_cli(repo, tmp_path / "out", capsys)
+    assert code == ExitStatus.RENDER_FAILED
+    assert "deployments/c/apps/bad/deployment.yaml: apps[0].name: must be a string" in stderr
+    assert entries["ok"]["status"] == "rendered"
+
+
+@pytest.mark.parametrize(
+    ("template", "field"),
+    [
+        (
+            'releases: [{name: app, chart: ../../charts/dump, skipSchemaValidation: "false"}]\n',
+            "releases[0].skipSchemaValidation: must be true or false",
+        ),
+        (
+            "repositories: [{name: r, url: charts.example.test, oci: 'false'}]\n"
+            "releases: [{name: app, chart: ../../charts/dump}]\n",
+            "repositories[0].oci: must be true or false",
+        ),
+        (
+            "releases: [{name: app, chart: ../../charts/dump, labels: {tier: [a]}}]\n",
+            "releases[0].labels.tier: must be a string",
+        ),
+        (
+            "releases: [{name: app, chart: ../../charts/dump, set: {a: 1}}]\n",
+            "releases[0].set: must be a list",
+        ),
+        (
+            "releases: [{name: app, chart: ../../charts/dump, timeout: soon}]\n",
+            "releases[0].timeout: must be a whole number",
+        ),
+        (
+            "releases: [{name: app, chrat: ../../charts/dump}]\n",
+            "releases[0].chrat: unknown field; allowed: name, chart, version",
+        ),
+    ],
+)
+def test_a_quoted_boolean_or_wrong_type_in_a_template_is_refused(
+    repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str], template: str, field: str
+) -> None:
+    repo.add_template("other")
+    repo.write("templates/app/helmfile.yaml.gotmpl", template)
+    repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: app}]\n")
+    repo.write("deployments/c/apps/b/deployment.yaml", "apps: [{template: other}]\n")
+    code, stderr, entries = render_cli(repo, tmp_path / "out", capsys)
+    assert code == ExitStatus.RENDER_FAILED
+    assert f"templates/app/helmfile.yaml.gotmpl: {field}" in stderr
+    assert entries["b"]["status"] == "rendered"
+
+
+def test_release_fields_without_effect_on_rendering_are_accepted(repo: Repo) -> None:
+    repo.write(
+        "templates/app/helmfile.yaml.gotmpl",
+        """\
+        releases:
+          - name: app
+            chart: ../../charts/dump
+            createNamespace: true
+            wait: true
+            waitForJobs: false
+            timeout: 600
+            atomic: true
+            needs: [kube-system/cert-manager]
+            historyMax: 10
+            cleanupOnFail: true
+            recreatePods: false
+            force: false
+            verify: false
+            devel: false
+            missingFileHandler: Warn
+            installedTemplate: '{{ "{{" }} true {{ "}}" }}'
+            skipSchemaValidation: false
+        """,
+    )
+    repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: app}]\n")
+    assert release(repo.render(), "c", "a", "app").error is None
