@@ -22,9 +22,10 @@ from reviewer.comment import (
     truncate_markdown,
     validate_key,
 )
-from reviewer.diff import DiffOptions, diff_snapshots
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DiffOptions
 from reviewer.errors import ReviewerError
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 POINTER = "The full report is in the job summary."

@@ -14,20 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviewer.diff import (
-    DiffOptions,
-    ReleaseStatus,
-    ResourceDiff,
-    ResourceStatus,
-    Side,
-    SnapshotDiff,
-    diff_snapshots,
-    resolve_differ,
-    similarity,
-)
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DiffOptions, resolve_differ
+from reviewer.diff.pairing import similarity
+from reviewer.diff.result import DiffSide, ReleaseStatus, ResourceDiff, ResourceStatus, SnapshotDiff
 from reviewer.errors import CommandError, ReviewerError
+from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 from reviewer.noise import NoiseRules
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 
 EU = ReleaseId("eu/prod-1", "shop", "web")
 BUILTIN = DiffOptions(differ="builtin")
@@ -484,7 +477,7 @@ def test_head_failure_fails_and_base_failure_warns() -> None:
         (None, "deployments/x/deployment.yaml: invalid"),
     ]
     assert result.head_errors[0].reproduce == f"reviewer render --release {broken}"
-    assert all(f.side is Side.HEAD for f in result.head_errors)
+    assert all(f.side is DiffSide.HEAD for f in result.head_errors)
     assert result.summary()[0].failed == 3
     assert not result.has_changes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import Repo, received_values, release
 
-from reviewer.snapshot import Snapshot
+from reviewer.model import Snapshot
 from reviewer.templates import suggest_release_name
 
 

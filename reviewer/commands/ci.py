@@ -24,7 +24,7 @@ from reviewer.bundle import RenderedPair
 from reviewer.checkout import Side, Sides, git, merge_commit, resolve, toplevel, worktree
 from reviewer.commands import diff as diff_cmd
 from reviewer.console import Console
-from reviewer.diff import DifferChoice
+from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.github_event import ActionsContext, Artifact
 from reviewer.publish import (

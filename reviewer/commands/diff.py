@@ -13,10 +13,13 @@ from reviewer import config as config_mod
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Side, Sides, directory_sides, git_sides
 from reviewer.console import Console, progress_bar
-from reviewer.diff import DifferChoice, DiffOptions, SnapshotDiff, diff_snapshots
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DifferChoice, DiffOptions
+from reviewer.diff.result import SnapshotDiff
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.redact import Redactor, shared_marker_key
 from reviewer.side import (
     SideOptions,
@@ -28,7 +31,6 @@ from reviewer.side import (
     redact_snapshot,
     render_side,
 )
-from reviewer.snapshot import ReleaseId, ResourceKey, Snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 
 FORMATS = ("text", "markdown", "json")

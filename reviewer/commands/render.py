@@ -12,6 +12,7 @@ from reviewer import snapshot as snapshot_mod
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import Snapshot
 from reviewer.redact import Redactor, shared_marker_key
 from reviewer.side import (
     SideOptions,
@@ -59,9 +60,8 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
             secrets=decoder,
             bar=functools.partial(progress_bar, console, label="rendering"),
         )
-    snapshot = side.snapshot
     warning = keyless_warning(decoder.keyless_sources)
-    snapshot.warnings += [warning] if warning else []
+    snapshot = replace(side.snapshot, warnings=(*side.snapshot.warnings, *filter(None, [warning])))
     if args.redact:
         redactor = Redactor(side.replacements, key=shared_marker_key(os.environ))
         snapshot = redact_snapshot(snapshot, redactor)
@@ -73,7 +73,7 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     return _summary(snapshot, args.out, console)
 
 
-def _summary(snapshot: snapshot_mod.Snapshot, out: Path, console: Console) -> ExitStatus:
+def _summary(snapshot: Snapshot, out: Path, console: Console) -> ExitStatus:
     for warning in snapshot.warnings:
         console.warn(f"warning: {warning}")
     failed = snapshot.failed
