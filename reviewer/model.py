@@ -115,6 +115,6 @@ class Snapshot:
         return {release.id: release for release in self.releases}
 
     @property
-    def failed(self) -> tuple[RenderedRelease, ...]:
+    def failed(self) -> list[RenderedRelease]:
         """Releases that did not render."""
-        return tuple(release for release in self.releases if release.error is not None)
+        return [release for release in self.releases if release.error is not None]

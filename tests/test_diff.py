@@ -91,7 +91,7 @@ def service(name: str = "web", port: int = 80) -> dict[str, Any]:
 def release(
     rid: ReleaseId, *bodies: dict[str, Any], error: str | None = None, version: str = "1.0.0"
 ) -> RenderedRelease:
-    resources = [Resource.from_body(copy.deepcopy(body)) for body in bodies]
+    resources = tuple(Resource.from_body(copy.deepcopy(body)) for body in bodies)
     return RenderedRelease(
         rid,
         namespace="shop",
@@ -104,7 +104,7 @@ def release(
 
 
 def snap(*releases: RenderedRelease, errors: list[str] | None = None) -> Snapshot:
-    return Snapshot(releases=list(releases), errors=errors or [])
+    return Snapshot(releases=releases, errors=tuple(errors or ()))
 
 
 def only(diff: SnapshotDiff, rid: ReleaseId = EU) -> ResourceDiff:
