@@ -28,6 +28,7 @@ def _no_progress(release: ReleasePlan) -> None:
     return None
 
 
+# Mutable on purpose: one cache is shared by both sides of a diff and fills as they render.
 @dataclass
 class RenderCache:
     """Render outcomes by input digest, shared by both sides of a diff."""
