@@ -14,12 +14,13 @@ from pathlib import Path
 from reviewer import decode
 from reviewer import explain as explain_mod
 from reviewer import snapshot as snapshot_mod
-from reviewer.diff import SnapshotDiff
+from reviewer.diff.result import SnapshotDiff
 from reviewer.errors import ReviewerError
 from reviewer.explain import Explanation, FileImpact, NoEffect, Origin, ValueChange
+from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.noise import NoiseRules
 from reviewer.report import SideInfo
-from reviewer.snapshot import Guard, ReleaseId, ResourceKey, Snapshot
+from reviewer.snapshot import Guard
 
 BUNDLE_SCHEMA = "reviewer.bundle/v1"
 
@@ -203,7 +204,7 @@ def merge(pairs: Sequence[RenderedPair]) -> RenderedPair:
 def _union(snapshots: Sequence[Snapshot]) -> Snapshot:
     releases = sorted((r for s in snapshots for r in s.releases), key=lambda r: r.id)
     return Snapshot(
-        releases=releases,
-        errors=[e for s in snapshots for e in s.errors],
-        warnings=list(dict.fromkeys(w for s in snapshots for w in s.warnings)),
+        releases=tuple(releases),
+        errors=tuple(e for s in snapshots for e in s.errors),
+        warnings=tuple(dict.fromkeys(w for s in snapshots for w in s.warnings)),
     )

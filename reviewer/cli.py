@@ -23,7 +23,7 @@ from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.config import CONFIG_FILE
 from reviewer.console import Console
-from reviewer.diff import DifferChoice
+from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.publish import CommentMode, StatusKind
 from reviewer.redact import shared_marker_key

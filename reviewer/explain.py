@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reviewer.diff import ReleaseStatus, SnapshotDiff
+from reviewer.diff.result import ReleaseStatus, SnapshotDiff
+from reviewer.model import ReleaseId
 from reviewer.plan import ReleasePlan
 from reviewer.semantic import ChangeKind, PathChange, format_path, semantic_diff
-from reviewer.snapshot import ReleaseId
 from reviewer.values import ATLAS, Layer
 
 CHART_DEFAULT = "chart default"

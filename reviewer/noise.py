@@ -32,8 +32,8 @@ from fnmatch import fnmatchcase
 from typing import Any, TypeAlias
 
 from reviewer.errors import ConfigError
+from reviewer.model import ResourceKey
 from reviewer.semantic import Path, Select, keyed_items, list_key
-from reviewer.snapshot import ResourceKey
 
 NOISE_KEYS = ("labels", "annotations", "paths", "kinds")
 

@@ -21,7 +21,7 @@ from reviewer.deployment import AppSpec, DeploymentSpec
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.snapshot import ReleaseId
+from reviewer.model import ReleaseId
 from reviewer.templates import ChartRef, Instance, ReleaseSpec
 from reviewer.values import Layer, Values, ValuesEntry, ValuesLoader
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer.charts import ChartError, ChartFetcher, ResolvedChart
 from reviewer.engine import RenderRequest
 from reviewer.errors import ReviewerError
+from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, PlanError, ReleasePlan
-from reviewer.snapshot import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Snapshot
 from reviewer.workers import Outcome, Pool
 
 Progress = Callable[[ReleasePlan], None]
@@ -28,6 +28,7 @@ def _no_progress(release: ReleasePlan) -> None:
     return None
 
 
+# Mutable on purpose: one cache is shared by both sides of a diff and fills as they render.
 @dataclass
 class RenderCache:
     """Render outcomes by input digest, shared by both sides of a diff."""
@@ -93,27 +94,25 @@ def render_plan(
     results: dict[int, RenderedRelease] = {}
     pending: dict[str, _Pending] = {}
     for index, release in enumerate(plan.releases):
-        result = _shell(release)
         try:
             request, digest = _request(release, root, fetcher, pool, cache)
         except ReviewerError as error:
-            results[index] = _failed(result, release, error.render(), error)
+            results[index] = _failed(release, error.render(), error)
             progress(release)
             continue
         outcome = cache.outcomes.get(digest)
         if outcome is not None:
             cache.reused += 1
-            results[index] = _finished(result, release, outcome)
+            results[index] = _finished(release, outcome)
             progress(release)
         elif digest in pending:
             pending[digest].releases.append(index)
         else:
             pending[digest] = _Pending(request, [index])
-    _render_pending(plan, pending, pool, cache, results, progress)
+    results.update(_render_pending(plan, pending, pool, cache, progress))
     releases = [_failed_plan_entry(error) for error in plan.errors]
     releases += [results[index] for index in range(len(plan.releases))]
-    releases.sort(key=lambda r: r.id)
-    return Snapshot(releases=releases)
+    return Snapshot(releases=tuple(sorted(releases, key=lambda r: r.id)))
 
 
 def _render_pending(
@@ -121,9 +120,9 @@ def _render_pending(
     pending: dict[str, _Pending],
     pool: Pool,
     cache: RenderCache,
-    results: dict[int, RenderedRelease],
     progress: Progress,
-) -> None:
+) -> Iterator[tuple[int, RenderedRelease]]:
+    """Render each pending digest once; yields every waiting release as its render finishes."""
     digests = list(pending)
     requests = [pending[digest].request for digest in digests]
     for position, outcome in pool.render(requests):
@@ -132,7 +131,7 @@ def _render_pending(
         cache.rendered += 1
         for index in pending[digest].releases:
             release = plan.releases[index]
-            results[index] = _finished(_shell(release), release, outcome)
+            yield index, _finished(release, outcome)
             progress(release)
 
 
@@ -151,33 +150,43 @@ def _request(
     return request, digest
 
 
-def _shell(release: ReleasePlan) -> RenderedRelease:
+def _rendered(
+    release: ReleasePlan,
+    *,
+    chart: str,
+    version: str,
+    resources: tuple[Resource, ...] = (),
+    error: str | None = None,
+) -> RenderedRelease:
     return RenderedRelease(
         id=release.id,
         namespace=release.namespace,
-        chart=release.chart.ref,
-        version=release.version or "",
+        chart=chart,
+        version=version,
         labels=release.labels,
+        resources=resources,
+        error=error,
         reproduce=release.reproduce,
         helm_command=release.helm_command,
     )
 
 
-def _finished(result: RenderedRelease, release: ReleasePlan, outcome: Outcome) -> RenderedRelease:
+def _finished(release: ReleasePlan, outcome: Outcome) -> RenderedRelease:
     if outcome.error is not None or outcome.chart is None:
-        return _failed(result, release, outcome.error or "render failed", None)
-    result.chart, result.version = outcome.chart.name, outcome.chart.version
-    result.resources = list(outcome.resources)
-    return result
+        return _failed(release, outcome.error or "render failed", None)
+    chart = outcome.chart
+    return _rendered(release, chart=chart.name, version=chart.version, resources=outcome.resources)
 
 
-def _failed(
-    result: RenderedRelease, release: ReleasePlan, message: str, error: ReviewerError | None
-) -> RenderedRelease:
+def _failed(release: ReleasePlan, message: str, error: ReviewerError | None) -> RenderedRelease:
     # A ChartError names the chart reference itself.
     which = "" if isinstance(error, ChartError) else f"chart {release.chart.ref}: "
-    result.error = f"{release.template_file}: {which}{message}"
-    return result
+    return _rendered(
+        release,
+        chart=release.chart.ref,
+        version=release.version or "",
+        error=f"{release.template_file}: {which}{message}",
+    )
 
 
 def _failed_plan_entry(error: PlanError) -> RenderedRelease:

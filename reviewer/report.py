@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 
 from reviewer import explain as explain_mod
-from reviewer.diff import (
+from reviewer.diff.result import (
     ChangeGroup,
     ReleaseDiff,
     ReleaseStatus,

@@ -21,10 +21,10 @@ from reviewer.config import CONFIG_FILE, RepoConfig
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, Planner, ReleasePlan
 from reviewer.redact import LeakGuard, Redactor, redact_tree, replacement_map
 from reviewer.render import RenderCache, render_plan
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
 from reviewer.workers import InProcessPool, Pool, ProcessPool
@@ -285,14 +285,14 @@ def keyless_warning(sources: list[str]) -> str | None:
 def redact_snapshot(snapshot: Snapshot, redactor: Redactor) -> Snapshot:
     """A copy of `snapshot` with every object and error message redacted."""
     return Snapshot(
-        releases=[_redact_release(release, redactor) for release in snapshot.releases],
-        errors=[redactor.redact_text(error) for error in snapshot.errors],
-        warnings=list(snapshot.warnings),
+        releases=tuple(_redact_release(release, redactor) for release in snapshot.releases),
+        errors=tuple(redactor.redact_text(error) for error in snapshot.errors),
+        warnings=snapshot.warnings,
     )
 
 
 def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRelease:
-    resources = [_redact_resource(resource, redactor) for resource in release.resources]
+    resources = tuple(_redact_resource(resource, redactor) for resource in release.resources)
     error = redactor.redact_text(release.error) if release.error is not None else None
     labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
     return replace(release, resources=resources, error=error, labels=labels)

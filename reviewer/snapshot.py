@@ -10,119 +10,14 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reviewer import yamlio
-from reviewer.errors import ReviewerError
+from reviewer.errors import ConfigError, ReviewerError
+from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 
 INDEX_SCHEMA = "reviewer.snapshot/v1"
-# `<chart>/crds/x.yaml` or `<chart>/charts/<sub>/crds/x.yaml`; a templated
-# `templates/crds/x.yaml` is an ordinary template.
-_CRDS_DIR = re.compile(r"^[^/]+(?:/charts/[^/]+)*/crds/")
-WHOLE_DEPLOYMENT = "*"
-"""Release name of a failure that hit a deployment before its releases were known."""
-
-
-@dataclass(frozen=True, order=True)
-class ReleaseId:
-    """A release's identity: (cluster path, deployment name, release name)."""
-
-    cluster: str
-    deployment: str
-    release: str
-
-    def __str__(self) -> str:
-        return f"{self.cluster}/{self.deployment}/{self.release}"
-
-
-@dataclass(frozen=True, order=True)
-class ResourceKey:
-    """A rendered object's identity: (API group, kind, namespace, name)."""
-
-    group: str
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        kind = f"{self.kind}.{self.group}" if self.group else self.kind
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{kind} {where}{self.name}"
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One rendered Kubernetes object, normalized (stable key order)."""
-
-    key: ResourceKey
-    api_version: str
-    body: dict[str, Any]
-    source: str = ""
-
-    @classmethod
-    def from_body(cls, body: dict[str, Any], *, source: str = "") -> Resource:
-        """Build a resource from a parsed manifest; the body is normalized."""
-        api_version = str(body.get("apiVersion", ""))
-        metadata = body.get("metadata") or {}
-        group = api_version.rpartition("/")[0] if "/" in api_version else ""
-        key = ResourceKey(
-            group=group,
-            kind=str(body.get("kind", "")),
-            namespace=str(metadata.get("namespace") or ""),
-            name=str(metadata.get("name") or ""),
-        )
-        return cls(key=key, api_version=api_version, body=yamlio.normalize(body), source=source)
-
-    @property
-    def from_crds(self) -> bool:
-        """Shipped in a chart's crds/ directory (rendered as with --include-crds)."""
-        return _CRDS_DIR.match(self.source) is not None
-
-    def text(self) -> str:
-        """The normalized YAML of this object."""
-        return yamlio.dump(self.body)
-
-
-@dataclass
-class RenderedRelease:
-    """The outcome of rendering one release: its objects, or the error that stopped it."""
-
-    id: ReleaseId
-    namespace: str
-    chart: str = ""
-    version: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-    resources: list[Resource] = field(default_factory=list)
-    error: str | None = None
-    reproduce: str | None = None
-    helm_command: str | None = None
-
-    @property
-    def status(self) -> str:
-        """`rendered` or `error`."""
-        return "error" if self.error is not None else "rendered"
-
-
-@dataclass
-class Snapshot:
-    """Every release of one side of a review, in identity order."""
-
-    releases: list[RenderedRelease] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    """Failures that belong to no single release."""
-    warnings: list[str] = field(default_factory=list)
-    """Things the reader must know, e.g. that secrets were not decrypted."""
-
-    def by_id(self) -> dict[ReleaseId, RenderedRelease]:
-        """Releases keyed by identity."""
-        return {release.id: release for release in self.releases}
-
-    @property
-    def failed(self) -> list[RenderedRelease]:
-        """Releases that did not render."""
-        return [release for release in self.releases if release.error is not None]
 
 
 Guard = Callable[[str, str], None]
@@ -177,7 +72,7 @@ def index_entry(release: RenderedRelease, files: Sequence[str] = ()) -> dict[str
         "namespace": release.namespace,
         "chart": release.chart,
         "version": release.version,
-        "labels": release.labels,
+        "labels": dict(release.labels),
         "status": release.status,
         "resources": len(release.resources),
         "crds": [r.key.name for r in release.resources if r.from_crds],
@@ -218,8 +113,8 @@ def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
     index = {
         "schema": INDEX_SCHEMA,
         "releases": entries,
-        "errors": snapshot.errors,
-        "warnings": snapshot.warnings,
+        "errors": list(snapshot.errors),
+        "warnings": list(snapshot.warnings),
     }
     text = json.dumps(index, indent=2, sort_keys=False) + "\n"
     guard(text, "index.json")
@@ -227,41 +122,111 @@ def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
 
 
 def read(root: Path) -> Snapshot:
-    """Load a snapshot written by `write` (e.g. by another CI job)."""
+    """Load a snapshot written by `write` (e.g. by another CI job).
+
+    Raises ConfigError naming `index.json` and the field when the index is malformed.
+    """
     index_file = root / "index.json"
     if not index_file.is_file():
         raise ReviewerError(f"{root} holds no snapshot (index.json is missing)")
+    source = str(index_file)
     try:
         index = json.loads(index_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        raise ReviewerError(f"{index_file}: not valid JSON") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ConfigError(source, "not valid JSON") from None
     if not isinstance(index, dict) or index.get("schema") != INDEX_SCHEMA:
-        raise ReviewerError(f"{index_file}: not a {INDEX_SCHEMA} index")
-    releases = [_read_release(root, entry) for entry in index.get("releases", [])]
+        raise ConfigError(source, f"not a {INDEX_SCHEMA} index")
+    entries = _items(index, "releases", source)
     return Snapshot(
-        releases=releases,
-        errors=[str(e) for e in index.get("errors", [])],
-        warnings=[str(w) for w in index.get("warnings", [])],
+        releases=tuple(
+            _read_release(root, _mapping(entry, source, f"releases[{n}]"), f"releases[{n}]")
+            for n, entry in enumerate(entries)
+        ),
+        errors=_texts(index, "errors", source),
+        warnings=_texts(index, "warnings", source),
     )
 
 
-def _read_release(root: Path, entry: dict[str, Any]) -> RenderedRelease:
-    release_id = ReleaseId(str(entry["cluster"]), str(entry["deployment"]), str(entry["release"]))
+def _read_release(root: Path, entry: dict[str, Any], where: str) -> RenderedRelease:
+    source = str(root / "index.json")
+    fields = _Fields(entry, source, where)
+    release_id = ReleaseId(
+        fields.text("cluster"), fields.text("deployment"), fields.text("release")
+    )
     directory = release_dir(root, release_id)
-    resources = []
-    for name, source in (entry.get("files") or {}).items():
-        path = directory / _safe_segment(str(name))
-        text = path.read_text(encoding="utf-8")
-        body = yamlio.load_mapping(text, source=str(path.relative_to(root)))
-        resources.append(Resource.from_body(body, source=str(source)))
+    resources = [
+        _read_resource(root, directory / _safe_segment(name), origin)
+        for name, origin in fields.table("files").items()
+    ]
     return RenderedRelease(
         id=release_id,
-        namespace=str(entry.get("namespace") or ""),
-        chart=str(entry.get("chart") or ""),
-        version=str(entry.get("version") or ""),
-        labels={str(k): str(v) for k, v in (entry.get("labels") or {}).items()},
-        resources=sorted(resources, key=lambda r: r.key),
-        error=entry.get("error"),
-        reproduce=entry.get("reproduce"),
-        helm_command=entry.get("helm"),
+        namespace=fields.optional("namespace") or "",
+        chart=fields.optional("chart") or "",
+        version=fields.optional("version") or "",
+        labels=fields.table("labels"),
+        resources=tuple(sorted(resources, key=lambda r: r.key)),
+        error=fields.optional("error"),
+        reproduce=fields.optional("reproduce"),
+        helm_command=fields.optional("helm"),
     )
+
+
+def _read_resource(root: Path, path: Path, origin: str) -> Resource:
+    name = str(path.relative_to(root))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise ConfigError(name, "listed in index.json but missing or unreadable") from None
+    return Resource.from_body(yamlio.load_mapping(text, source=name), source=origin)
+
+
+class _Fields:
+    """One JSON object of index.json, read field by field; errors name the file and field."""
+
+    def __init__(self, entry: dict[str, Any], source: str, where: str) -> None:
+        self._entry, self._source, self._where = entry, source, where
+
+    def _fail(self, name: str, allowed: str) -> ConfigError:
+        return ConfigError(self._source, f"must be {allowed}", field=f"{self._where}.{name}")
+
+    def text(self, name: str) -> str:
+        """A required string field."""
+        value = self._entry.get(name)
+        if not isinstance(value, str):
+            raise self._fail(name, "a string")
+        return value
+
+    def optional(self, name: str) -> str | None:
+        """A string field that may be null or absent."""
+        value = self._entry.get(name)
+        if value is not None and not isinstance(value, str):
+            raise self._fail(name, "a string or null")
+        return value
+
+    def table(self, name: str) -> dict[str, str]:
+        """A map of strings to strings that may be null or absent."""
+        value = self._entry.get(name) or {}
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise self._fail(name, "a map of strings")
+        return {str(key): item for key, item in value.items()}
+
+
+def _items(index: dict[str, Any], name: str, source: str) -> list[Any]:
+    value = index.get(name) or []
+    if not isinstance(value, list):
+        raise ConfigError(source, "must be a list", field=name)
+    return value
+
+
+def _texts(index: dict[str, Any], name: str, source: str) -> tuple[str, ...]:
+    items = _items(index, name, source)
+    for n, item in enumerate(items):
+        if not isinstance(item, str):
+            raise ConfigError(source, "must be a string", field=f"{name}[{n}]")
+    return tuple(items)
+
+
+def _mapping(value: object, source: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(source, "must be an object", field=where)
+    return value

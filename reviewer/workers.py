@@ -19,7 +19,7 @@ from typing import Protocol
 from reviewer import yamlio
 from reviewer.engine import ChartInfo, HelmEngine, RenderRequest, make_engine
 from reviewer.errors import ReviewerError
-from reviewer.snapshot import Resource
+from reviewer.model import Resource
 
 
 @dataclass(frozen=True)

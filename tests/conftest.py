@@ -14,8 +14,8 @@ from github_api import TOKEN, FakeGitHub, User, load_spec
 
 from reviewer import yamlio
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.side import SideOptions, Tooling, open_tooling, render_side
-from reviewer.snapshot import ReleaseId, RenderedRelease, Snapshot
 from reviewer.values import SecretsLoader
 
 # A chart whose only object is a ConfigMap holding the `.Values` Helm received,

@@ -10,11 +10,13 @@ from pathlib import Path
 
 from conftest import Repo
 
-from reviewer.diff import DiffOptions, ReleaseStatus, SnapshotDiff, diff_snapshots
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DiffOptions
+from reviewer.diff.result import ReleaseStatus, SnapshotDiff
 from reviewer.discover import HierarchySource, Layout
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import ReleaseId, Resource, ResourceKey
 from reviewer.plan import Plan, Planner, ReleasePlan
-from reviewer.snapshot import ReleaseId, Resource, ResourceKey
 from reviewer.values import NoSecrets, ValuesLoader
 
 __all__ = [

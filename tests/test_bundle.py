@@ -13,9 +13,9 @@ from reviewer import bundle
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.explain import Explanation, FileImpact, NoEffect, Origin, ValueChange
+from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.noise import NoiseRules
 from reviewer.report import SideInfo
-from reviewer.snapshot import ReleaseId, ResourceKey, Snapshot
 
 WEB = ReleaseId("g/c1", "shop", "web")
 EXPLANATION = Explanation(
@@ -39,7 +39,7 @@ def saved(tmp_path: Path) -> Path:
     """A bundle of two empty sides, as `reviewer diff --save` writes it."""
     pair = bundle.RenderedPair(
         base=Snapshot(),
-        head=Snapshot(warnings=["secrets were not decrypted"]),
+        head=Snapshot(warnings=("secrets were not decrypted",)),
         base_info=SideInfo("main", "a" * 40),
         head_info=SideInfo("feature", "b" * 40),
         warnings=("a warning",),

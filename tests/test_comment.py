@@ -23,9 +23,10 @@ from reviewer.comment import (
     truncate_markdown,
     validate_key,
 )
-from reviewer.diff import DiffOptions, diff_snapshots
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DiffOptions
 from reviewer.errors import ReviewerError
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 POINTER = "The full report is in the job summary."
@@ -217,15 +218,15 @@ def big_review(releases: int, lines: int) -> report.Review:
 
     def side(salt: str) -> Snapshot:
         return Snapshot(
-            releases=[
+            releases=tuple(
                 RenderedRelease(
                     ReleaseId(f"group/cluster-{n}", "app", "web"),
                     namespace="web",
-                    resources=[configmap(f"web-{n}", lines, f"{salt}{n}")],
+                    resources=(configmap(f"web-{n}", lines, f"{salt}{n}"),),
                 )
                 for n in range(releases)
-            ],
-            errors=[],
+            ),
+            errors=(),
         )
 
     diff = diff_snapshots(side("old"), side("new"), options=DiffOptions(differ="builtin"))

@@ -14,20 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviewer.diff import (
-    DiffOptions,
-    ReleaseStatus,
-    ResourceDiff,
-    ResourceStatus,
-    Side,
-    SnapshotDiff,
-    diff_snapshots,
-    resolve_differ,
-    similarity,
-)
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DiffOptions, resolve_differ
+from reviewer.diff.pairing import similarity
+from reviewer.diff.result import DiffSide, ReleaseStatus, ResourceDiff, ResourceStatus, SnapshotDiff
 from reviewer.errors import CommandError, ReviewerError
+from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 from reviewer.noise import NoiseRules
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 
 EU = ReleaseId("eu/prod-1", "shop", "web")
 BUILTIN = DiffOptions(differ="builtin")
@@ -98,7 +91,7 @@ def service(name: str = "web", port: int = 80) -> dict[str, Any]:
 def release(
     rid: ReleaseId, *bodies: dict[str, Any], error: str | None = None, version: str = "1.0.0"
 ) -> RenderedRelease:
-    resources = [Resource.from_body(copy.deepcopy(body)) for body in bodies]
+    resources = tuple(Resource.from_body(copy.deepcopy(body)) for body in bodies)
     return RenderedRelease(
         rid,
         namespace="shop",
@@ -111,7 +104,7 @@ def release(
 
 
 def snap(*releases: RenderedRelease, errors: list[str] | None = None) -> Snapshot:
-    return Snapshot(releases=list(releases), errors=errors or [])
+    return Snapshot(releases=releases, errors=tuple(errors or ()))
 
 
 def only(diff: SnapshotDiff, rid: ReleaseId = EU) -> ResourceDiff:
@@ -484,7 +477,7 @@ def test_head_failure_fails_and_base_failure_warns() -> None:
         (None, "deployments/x/deployment.yaml: invalid"),
     ]
     assert result.head_errors[0].reproduce == f"reviewer render --release {broken}"
-    assert all(f.side is Side.HEAD for f in result.head_errors)
+    assert all(f.side is DiffSide.HEAD for f in result.head_errors)
     assert result.summary()[0].failed == 3
     assert not result.has_changes
 

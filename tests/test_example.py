@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import Repo, release
 
-from reviewer.snapshot import Snapshot
+from reviewer.model import Snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"

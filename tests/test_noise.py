@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from reviewer.errors import ConfigError
+from reviewer.model import ResourceKey
 from reviewer.noise import NoiseRules, PathPattern, prune_pair
 from reviewer.semantic import Path, Select
-from reviewer.snapshot import ResourceKey
 
 CONTAINER_IMAGE: Path = ("spec", "template", "spec", "containers", Select("name", "web"), "image")
 

@@ -11,7 +11,7 @@ from conftest import Repo, received_values, release
 
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
-from reviewer.snapshot import Snapshot
+from reviewer.model import Snapshot
 from reviewer.templates import suggest_release_name
 
 

@@ -30,7 +30,7 @@ from reviewer.delivery import (
     deliver,
     outbound_guard,
 )
-from reviewer.diff import DifferChoice
+from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus
 from reviewer.github_event import ActionsContext, Artifact
 from reviewer.publish import CommentMode, Pacer, StatusKind, write_job_summary

@@ -13,9 +13,12 @@ from reviewer import bundle, report
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Sides, directory_sides, git_sides
 from reviewer.console import Console, progress_bar
-from reviewer.diff import DifferChoice, DiffOptions, SnapshotDiff, diff_snapshots
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DifferChoice, DiffOptions
+from reviewer.diff.result import SnapshotDiff
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
+from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
 from reviewer.side import (
@@ -26,7 +29,6 @@ from reviewer.side import (
     Tooling,
     prepare_sides,
 )
-from reviewer.snapshot import ReleaseId, ResourceKey, Snapshot
 from reviewer.sops import KeylessMode
 
 FORMATS = ("text", "markdown", "json")

@@ -11,11 +11,11 @@ from reviewer.console import Console
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.explain import leaf_provenance
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import ReleaseId
 from reviewer.plan import ReleasePlan
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
 from reviewer.side import Selection, SideOptions, plan_twins
-from reviewer.snapshot import ReleaseId
 from reviewer.sops import KeylessMode, SopsDecoder
 
 

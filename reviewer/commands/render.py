@@ -10,6 +10,7 @@ from pathlib import Path
 from reviewer import snapshot as snapshot_mod
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.model import Snapshot
 from reviewer.side import SideOptions, SideRequest, Tooling, prepare_sides
 from reviewer.sops import KeylessMode
 
@@ -50,18 +51,18 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     warnings = [prepared.keyless] if prepared.keyless else []
     if args.redact:
         (redacted,) = prepared.redacted
-        snapshot = replace(redacted, warnings=[*redacted.warnings, *warnings])
+        snapshot = replace(redacted, warnings=(*redacted.warnings, *warnings))
         console = console.guarded(prepared.guard().check)
         snapshot_mod.write(snapshot, args.out, guard=console.check)
     else:
         (side,) = prepared.rendered
-        snapshot = replace(side.snapshot, warnings=[*side.snapshot.warnings, *warnings])
+        snapshot = replace(side.snapshot, warnings=(*side.snapshot.warnings, *warnings))
         console.warn("--no-redact: secret values are written in clear text")
         snapshot_mod.write(snapshot, args.out)
     return _summary(snapshot, args.out, console)
 
 
-def _summary(snapshot: snapshot_mod.Snapshot, out: Path, console: Console) -> ExitStatus:
+def _summary(snapshot: Snapshot, out: Path, console: Console) -> ExitStatus:
     for warning in snapshot.warnings:
         console.warn(f"warning: {warning}")
     failed = snapshot.failed

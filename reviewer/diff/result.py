@@ -1,0 +1,247 @@
+"""The result of comparing two snapshots: release and object diffs, failures, change groups."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from reviewer.diff.options import Differ
+from reviewer.model import ReleaseId, RenderedRelease, ResourceKey
+from reviewer.semantic import PathChange
+
+SECRET_ONLY_NOTE = "a secret value changed; its redacted form is the same, so no line shows it"
+
+
+class ReleaseStatus(str, Enum):
+    """How a release differs between the two sides."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    ERROR = "error"
+
+
+class ResourceStatus(str, Enum):
+    """How one object differs between the two sides (unchanged objects are only counted)."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
+    MOVED = "moved"
+    RENAMED = "renamed"
+
+
+class DiffSide(str, Enum):
+    """Which side of the comparison: base is the target branch, head the merge result."""
+
+    BASE = "base"
+    HEAD = "head"
+
+
+@dataclass(frozen=True)
+class RoutineChange:
+    """A change left out of the main view, with the rule that covered it."""
+
+    rule: str
+    change: PathChange
+
+    def __str__(self) -> str:
+        return f"{self.change.lines()[0]}  [{self.rule}]"
+
+
+@dataclass(frozen=True)
+class ResourceDiff:
+    """One object that differs; `base_*`/`head_*` are None on the side where it is absent."""
+
+    status: ResourceStatus
+    base_release: ReleaseId | None
+    head_release: ReleaseId | None
+    base_key: ResourceKey | None
+    head_key: ResourceKey | None
+    base_api_version: str = ""
+    head_api_version: str = ""
+    unified: str = ""
+    """Unified diff of the normalized YAML, without routine changes; empty when none remain."""
+    changes: tuple[PathChange, ...] = ()
+    """Path-level changes that are not routine (empty for added/removed objects)."""
+    routine: tuple[RoutineChange, ...] = ()
+    routine_only: bool = False
+    """True when every change is routine: reports may collapse this object."""
+    dyff: str | None = None
+    """dyff's report of the non-routine changes, when dyff was the differ."""
+    similarity: float | None = None
+    """For renames: how alike the two objects are, ignoring the name (0..1)."""
+    secret_only: bool = False
+    """The object's unredacted content changed but its redacted form did not."""
+
+    @property
+    def key(self) -> ResourceKey:
+        """The object's identity on the head side, or on the base side when removed."""
+        key = self.head_key or self.base_key
+        assert key is not None, "a resource diff has at least one side"
+        return key
+
+    @property
+    def release(self) -> ReleaseId:
+        """The owning release on the head side, or on the base side when removed."""
+        owner = self.head_release or self.base_release
+        assert owner is not None, "a resource diff has at least one side"
+        return owner
+
+    @property
+    def body(self) -> str:
+        """The unified diff without its two file-label lines (identical changes compare equal)."""
+        return self.unified.partition("\n")[2].partition("\n")[2]
+
+    def semantic_lines(self) -> list[str]:
+        """The path-level view as text lines: dyff's report when it ran, else the built-in one."""
+        if self.secret_only:
+            return [SECRET_ONLY_NOTE]
+        if self.dyff is not None:
+            return self.dyff.splitlines()
+        return [line for change in self.changes for line in change.lines()]
+
+
+@dataclass(frozen=True)
+class ReleaseDiff:
+    """One release on both sides and its objects that differ."""
+
+    id: ReleaseId
+    status: ReleaseStatus
+    base: RenderedRelease | None
+    head: RenderedRelease | None
+    resources: tuple[ResourceDiff, ...] = ()
+    """Objects that differ, by key; a move is listed under both of its owners."""
+    unchanged: int = 0
+
+    @property
+    def base_error(self) -> str | None:
+        """Why the release failed on the target branch (a warning)."""
+        return self.base.error if self.base is not None else None
+
+    @property
+    def head_error(self) -> str | None:
+        """Why the release failed on the merge result (fails the run)."""
+        return self.head.error if self.head is not None else None
+
+    @property
+    def routine_only(self) -> bool:
+        """A changed release whose object changes are all routine."""
+        return (
+            self.status is ReleaseStatus.CHANGED
+            and bool(self.resources)
+            and all(diff.routine_only for diff in self.resources)
+            and release_meta(self.base) == release_meta(self.head)
+        )
+
+    def routine_counts(self) -> dict[str, int]:
+        """How many routine changes each rule covered in this release."""
+        return dict(Counter(item.rule for diff in self.resources for item in diff.routine))
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A render failure on one side; `release` is None for failures outside any release."""
+
+    side: DiffSide
+    release: ReleaseId | None
+    message: str
+    reproduce: str | None = None
+    helm_command: str | None = None
+
+
+@dataclass(frozen=True)
+class ChangeGroup:
+    """One distinct change and every (release, object) it applies to."""
+
+    status: ResourceStatus
+    group: str
+    kind: str
+    name: str
+    body: str
+    changes: tuple[PathChange, ...]
+    members: tuple[tuple[ReleaseId, ResourceKey], ...]
+    example: ResourceDiff
+    """The first member's diff, for its file labels and dyff report."""
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """Release counts of one cluster; `routine_only` is the part of `changed` that is routine."""
+
+    cluster: str
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    routine_only: int = 0
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Everything that differs between two snapshots."""
+
+    releases: tuple[ReleaseDiff, ...]
+    groups: tuple[ChangeGroup, ...]
+    failures: tuple[Failure, ...]
+    differ: Differ
+
+    @property
+    def has_changes(self) -> bool:
+        """Whether any release is added, removed or changed (routine-only changes count)."""
+        changing = (ReleaseStatus.ADDED, ReleaseStatus.REMOVED, ReleaseStatus.CHANGED)
+        return any(release.status in changing for release in self.releases)
+
+    @property
+    def head_errors(self) -> tuple[Failure, ...]:
+        """Failures of the merge result: they fail the run."""
+        return tuple(failure for failure in self.failures if failure.side is DiffSide.HEAD)
+
+    @property
+    def base_errors(self) -> tuple[Failure, ...]:
+        """Failures of the target branch: warnings only (the PR may be the fix)."""
+        return tuple(failure for failure in self.failures if failure.side is DiffSide.BASE)
+
+    def summary(self) -> tuple[ClusterSummary, ...]:
+        """Per-cluster release counts, by cluster path."""
+        clusters = sorted({release.id.cluster for release in self.releases})
+        return tuple(_cluster_summary(name, self.releases) for name in clusters)
+
+    def routine_counts(self) -> dict[str, int]:
+        """How many routine changes each rule covered, over all releases (moves once)."""
+        counts: Counter[str] = Counter()
+        for _, diff in self.resource_diffs():
+            counts.update(item.rule for item in diff.routine)
+        return dict(counts)
+
+    def resource_diffs(self) -> Iterator[tuple[ReleaseId, ResourceDiff]]:
+        """Every object diff once, with its owning release (a move under its head owner)."""
+        for release in self.releases:
+            for diff in release.resources:
+                if diff.release == release.id:
+                    yield release.id, diff
+
+
+def _cluster_summary(cluster: str, releases: Iterable[ReleaseDiff]) -> ClusterSummary:
+    mine = [release for release in releases if release.id.cluster == cluster]
+    counts = Counter(release.status for release in mine)
+    return ClusterSummary(
+        cluster=cluster,
+        added=counts[ReleaseStatus.ADDED],
+        changed=counts[ReleaseStatus.CHANGED],
+        removed=counts[ReleaseStatus.REMOVED],
+        unchanged=counts[ReleaseStatus.UNCHANGED],
+        failed=counts[ReleaseStatus.ERROR],
+        routine_only=sum(1 for release in mine if release.routine_only),
+    )
+
+
+def release_meta(release: RenderedRelease | None) -> tuple[str, str, str] | None:
+    """What of a release besides its objects counts as a change: namespace, chart, version."""
+    if release is None:
+        return None
+    return (release.namespace, release.chart, release.version)

@@ -1,0 +1,120 @@
+"""The core data every stage shares: release and object identities, rendered releases, snapshots.
+
+This module sits at the bottom: planning, rendering, snapshots on disk, diffing
+and reporting all import it, and it imports none of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reviewer import yamlio
+
+# `<chart>/crds/x.yaml` or `<chart>/charts/<sub>/crds/x.yaml`; a templated
+# `templates/crds/x.yaml` is an ordinary template.
+_CRDS_DIR = re.compile(r"^[^/]+(?:/charts/[^/]+)*/crds/")
+WHOLE_DEPLOYMENT = "*"
+"""Release name of a failure that hit a deployment before its releases were known."""
+
+
+@dataclass(frozen=True, order=True)
+class ReleaseId:
+    """A release's identity: (cluster path, deployment name, release name)."""
+
+    cluster: str
+    deployment: str
+    release: str
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.deployment}/{self.release}"
+
+
+@dataclass(frozen=True, order=True)
+class ResourceKey:
+    """A rendered object's identity: (API group, kind, namespace, name)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{kind} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One rendered Kubernetes object, normalized (stable key order)."""
+
+    key: ResourceKey
+    api_version: str
+    body: dict[str, Any]
+    source: str = ""
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any], *, source: str = "") -> Resource:
+        """Build a resource from a parsed manifest; the body is normalized."""
+        api_version = str(body.get("apiVersion", ""))
+        metadata = body.get("metadata") or {}
+        group = api_version.rpartition("/")[0] if "/" in api_version else ""
+        key = ResourceKey(
+            group=group,
+            kind=str(body.get("kind", "")),
+            namespace=str(metadata.get("namespace") or ""),
+            name=str(metadata.get("name") or ""),
+        )
+        return cls(key=key, api_version=api_version, body=yamlio.normalize(body), source=source)
+
+    @property
+    def from_crds(self) -> bool:
+        """Shipped in a chart's crds/ directory (rendered as with --include-crds)."""
+        return _CRDS_DIR.match(self.source) is not None
+
+    def text(self) -> str:
+        """The normalized YAML of this object."""
+        return yamlio.dump(self.body)
+
+
+@dataclass(frozen=True)
+class RenderedRelease:
+    """The outcome of rendering one release: its objects, or the error that stopped it."""
+
+    id: ReleaseId
+    namespace: str
+    chart: str = ""
+    version: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    resources: tuple[Resource, ...] = ()
+    error: str | None = None
+    reproduce: str | None = None
+    helm_command: str | None = None
+
+    @property
+    def status(self) -> str:
+        """`rendered` or `error`."""
+        return "error" if self.error is not None else "rendered"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every release of one side of a review, in identity order."""
+
+    releases: tuple[RenderedRelease, ...] = ()
+    errors: tuple[str, ...] = ()
+    """Failures that belong to no single release."""
+    warnings: tuple[str, ...] = ()
+    """Things the reader must know, e.g. that secrets were not decrypted."""
+
+    def by_id(self) -> dict[ReleaseId, RenderedRelease]:
+        """Releases keyed by identity."""
+        return {release.id: release for release in self.releases}
+
+    @property
+    def failed(self) -> list[RenderedRelease]:
+        """Releases that did not render."""
+        return [release for release in self.releases if release.error is not None]
