@@ -27,15 +27,8 @@ from reviewer.sops import (
 )
 from reviewer.values import SecretsLoader
 
-# Files encrypted by real sops releases in other projects (see their README).
-# ../shared sits beside the repository on every machine here, CI included.
-_FIXTURE_DIRS = (
-    Path(__file__).parent / "fixtures" / "sops",
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sops",
-)
-FIXTURES = next((d for d in _FIXTURE_DIRS if d.is_dir()), _FIXTURE_DIRS[0])
-if not FIXTURES.is_dir():
-    raise RuntimeError(f"SOPS fixtures missing: copy /work/shared/fixtures/sops to {FIXTURES}")
+# Files encrypted by real sops releases in other projects (provenance: their README).
+FIXTURES = Path(__file__).parent / "fixtures" / "sops"
 
 # encrypted file -> (plaintext twin, key file)
 CASES = {
