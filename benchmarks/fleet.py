@@ -1,7 +1,7 @@
 """Synthetic fleet repositories for the `reviewer diff` benchmark.
 
 A fleet has `groups x clusters per group x deployments per cluster x instances
-per deployment` releases per side, laid out as design.md §3 describes:
+per deployment` releases per side, laid out as docs/layout.md describes:
 
 - `deployments/global.values.yaml` and one global deployment (`observability`)
   rendered on every cluster;

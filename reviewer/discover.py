@@ -85,7 +85,7 @@ class Source(Protocol):
 
 @dataclass(frozen=True)
 class HierarchySource:
-    """The global → group → cluster → deployment layout of design.md §3."""
+    """The global → group → cluster → deployment layout of docs/layout.md."""
 
     layout: Layout = Layout()
 

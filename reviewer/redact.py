@@ -1,4 +1,4 @@
-"""Redaction of secret values (design.md §5) and the leak guard.
+"""Redaction of secret values (docs/redaction.md) and the leak guard.
 
 - `redact_scalar` / `redact_tree`: the shape-keeping redacted form of a value.
 - `replacement_map`: {real: redacted} from the real and the redacted value trees.
@@ -79,7 +79,7 @@ def redact_scalar(value: str) -> str: ...
 @overload
 def redact_scalar(value: None) -> None: ...
 def redact_scalar(value: Scalar) -> Scalar:
-    """The redacted form of one value, keeping its type and shape (design.md §5)."""
+    """The redacted form of one value, keeping its type and shape (docs/redaction.md)."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):

@@ -1,4 +1,4 @@
-"""Values: loading files of every level and merging them in design.md §4 order.
+"""Values: loading files of every level and merging them in the order of docs/values.md.
 
 Every loaded file becomes a `Layer` (where it came from, which level, what it
 set), so later stages can explain which file set a value. SOPS files are read

@@ -1,4 +1,4 @@
-"""Discovery rules of design.md §3, checked on what gets rendered."""
+"""Discovery rules of docs/layout.md, checked on what gets rendered."""
 
 from __future__ import annotations
 

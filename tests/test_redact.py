@@ -1,4 +1,4 @@
-"""Redaction (design.md §5): redacted forms, manifests, Secret markers and the leak guard."""
+"""Redaction (docs/redaction.md): redacted forms, manifests, Secret markers and the leak guard."""
 
 from __future__ import annotations
 

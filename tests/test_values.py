@@ -1,4 +1,4 @@
-"""Values load order and merge semantics of design.md §4, checked on what Helm received."""
+"""Values load order and merge semantics of docs/values.md, checked on what Helm received."""
 
 from __future__ import annotations
 
