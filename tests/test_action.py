@@ -7,6 +7,7 @@ commit, its first parent the target branch, its second the pull request's head.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import json
 import os
@@ -75,12 +76,17 @@ def pull(git_repo: GitRepo) -> PullRepo:
     return PullRepo(git_repo, target, stale, head, merge)
 
 
-def event(tmp_path: Path, pull: PullRepo, name: str = "pull_request.json") -> Path:
-    """The fixture payload with this repository's commits in it."""
+def event(
+    tmp_path: Path, pull: PullRepo, name: str = "pull_request.json", fork: bool = False
+) -> Path:
+    """The fixture payload with this repository's commits in it (a same-repository PR unless
+    `fork`)."""
     payload = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
     if "pull_request" in payload:
         payload["pull_request"]["head"]["sha"] = pull.head
         payload["pull_request"]["base"]["sha"] = pull.stale_base
+        if not fork:
+            payload["pull_request"]["head"]["repo"] = payload["repository"]
     else:
         payload["workflow_run"]["head_sha"] = pull.head
     path = tmp_path / f"event-{name}"
@@ -417,6 +423,8 @@ class ActionRunner:
         self.inputs.update(inputs)
         self.steps: dict[str, dict[str, str]] = {}
         self.uploads: list[dict[str, str]] = []
+        self.caches: list[dict[str, str]] = []
+        self.ran: list[str] = []
         self.log = ""
 
     def value(self, name: str) -> str:
@@ -426,11 +434,32 @@ class ActionRunner:
         if scope == "steps":
             step, _, output = rest.partition(".outputs.")
             return self.steps.get(step, {}).get(output, "")
+        if scope == "github" and rest.startswith("event."):
+            return self._event_field(rest.removeprefix("event.").split("."))
         return {
             "github.action_path": str(ROOT),
             "github.token": self.env.get("GITHUB_TOKEN", ""),
+            "github.repository": self.env.get("GITHUB_REPOSITORY", ""),
             "runner.temp": str(self.temp),
+            "runner.os": "Linux",
         }[name]
+
+    def _event_field(self, path: list[str]) -> str:
+        """A field of the event payload, '' when absent (as GitHub's expressions give)."""
+        event_path = self.env.get("GITHUB_EVENT_PATH")
+        node: Any = json.loads(Path(event_path).read_text(encoding="utf-8")) if event_path else {}
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return "" if node is None else str(node)
+
+    def hash_files(self, *patterns: str) -> str:
+        """GitHub's hashFiles(): one hash of every matching file under the workspace."""
+        digest = hashlib.sha256()
+        for pattern in patterns:
+            for path in sorted(self.workspace.glob(pattern.removeprefix("./"))):
+                if path.is_file():
+                    digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return digest.hexdigest()
 
     def evaluate(self, expression: str) -> Any:
         python = expression.replace("&&", " and ").replace("||", " or ")
@@ -441,7 +470,8 @@ class ActionRunner:
             lambda m: repr(self.value(m[1])),
             python,
         )
-        return eval(python, {"__builtins__": {}})
+        functions = {"hashFiles": self.hash_files, "format": str.format}
+        return eval(python, {"__builtins__": {}, **functions})
 
     def expand(self, text: str) -> str:
         return re.sub(r"\$\{\{(.+?)\}\}", lambda m: str(self.evaluate(m[1])), text)
@@ -454,16 +484,32 @@ class ActionRunner:
             ):
                 continue
             outputs = self._uses(step) if "uses" in step else self._run(step)
+            self.ran.append(step["name"])
             self.steps[step.get("id", "")] = outputs
         return {name: self.expand(spec["value"]) for name, spec in self.action["outputs"].items()}
 
     def _uses(self, step: dict[str, Any]) -> dict[str, str]:
         given = {key: self.expand(str(value)) for key, value in step.get("with", {}).items()}
         if step["uses"].startswith("actions/setup-python@"):
-            return {"python-path": sys.executable}
+            version = f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+            return {"python-path": sys.executable, "python-version": version}
+        if step["uses"].startswith("actions/cache@"):
+            self.caches.append(given)
+            return {"cache-hit": str(self._restore(given)).lower()}
         assert step["uses"].startswith("actions/upload-artifact@"), step["uses"]
         self.uploads.append(given)
         return {}
+
+    def _restore(self, cache: dict[str, str]) -> bool:
+        """A warm cache: reviewer's environment is this test run's own (tests reach no index)."""
+        if not cache["key"].startswith("reviewer-venv-"):
+            return False
+        bin_dir = Path(cache["path"]) / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("python", "reviewer"):
+            if not (bin_dir / name).exists():
+                (bin_dir / name).symlink_to(Path(sys.executable).with_name(name))
+        return True
 
     def _run(self, step: dict[str, Any]) -> dict[str, str]:
         assert step["shell"] == "bash"
@@ -485,7 +531,7 @@ class ActionRunner:
 
 @pytest.fixture(scope="module")
 def runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RUNNER_TEMP, shared by this module's action runs so reviewer is installed only once."""
+    """RUNNER_TEMP, shared by this module's action runs, as one job's steps share it."""
     return tmp_path_factory.mktemp("runner")
 
 
@@ -496,7 +542,7 @@ def runner_env(temp: Path, extra: dict[str, str]) -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith(("GITHUB_", "RUNNER_", "INPUT_", "SOPS_", "REVIEWER_"))
     }
-    return {**mine, "RUNNER_TEMP": str(temp), **extra}
+    return {**mine, "RUNNER_TEMP": str(temp), "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64", **extra}
 
 
 def test_action_passes_inputs_through_env_only() -> None:
@@ -504,12 +550,47 @@ def test_action_passes_inputs_through_env_only() -> None:
     assert action["runs"]["using"] == "composite"
     for step in action["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
-    for path in [ROOT / ".github/workflows/review.yml", *sorted((ROOT / "workflows").glob("*"))]:
+    for path in sorted((ROOT / "workflows").glob("*.yml")):
         workflow = load_yaml(path)
+        assert workflow["permissions"] == {}, f"{path}: permissions are granted per job only"
         for job in workflow["jobs"].values():
-            assert "permissions" in workflow or "permissions" in job, path
+            assert "permissions" in job, path
             for step in job.get("steps", []):
                 assert "${{" not in step.get("run", ""), path
+
+
+def every_uses() -> list[tuple[str, str]]:
+    """(file, `uses:` line) of the action and every workflow, comments included."""
+    files = [ROOT / "action.yml", *sorted((ROOT / "workflows").glob("*.yml"))]
+    return [
+        (path.name, line.strip().removeprefix("- ").removeprefix("uses:").strip())
+        for path in files
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.match(r"\s*(- )?uses:", line)
+    ]
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
+    pinned = re.compile(r"[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+")
+    for name, uses in every_uses():
+        if uses.startswith("./"):
+            continue  # the reusable workflow's checkout of itself, at job.workflow_sha
+        assert pinned.fullmatch(uses), f"{name}: {uses}"
+
+
+def test_the_action_repository_is_listable_on_the_marketplace() -> None:
+    """GitHub lists an action only from a repository with its metadata at the root and no
+    workflow file: the reusable workflow is published from workflows/ (RELEASING.md)."""
+    assert not (ROOT / ".github" / "workflows").exists()
+    action = load_yaml(ROOT / "action.yml")
+    assert {"name", "description", "branding"} <= set(action)
+    for step in action["runs"]["steps"]:
+        if "uses" in step:
+            assert step["uses"].split("@")[0] in {
+                "actions/setup-python",
+                "actions/cache",
+                "actions/upload-artifact",
+            }
 
 
 def test_composite_action_reviews_and_publishes(
@@ -525,8 +606,15 @@ def test_composite_action_reviews_and_publishes(
         "changed": "true",
         "errors": "0",
         "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
-        "report-dir": str(runner_temp / "reviewer-report"),
+        "report-dir": str(runner_temp / "reviewer-default" / "report"),
+        "report-json": str(runner_temp / "reviewer-default" / "report" / "report.json"),
+        "comment-id": str(posted.id),
+        "artifact-name": "reviewer-report-default",
         "shard-artifact": "",
+        # Counts come from `reviewer ci` (empty until it writes them).
+        "added": "",
+        "removed": "",
+        "failed": "",
     }
     assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
     (state,) = fake.state.statuses
@@ -590,7 +678,8 @@ def test_composite_action_renders_shards_then_publishes_them(
         shard = ActionRunner(pull.root, runner_temp, base_env, inputs)
         result = shard.run()
         (upload,) = shard.uploads  # the bundle only: a shard's partial report is never uploaded
-        assert upload["name"] == result["shard-artifact"] == f"reviewer-report-shard-{index}-of-3"
+        assert upload["name"] == result["shard-artifact"]
+        assert upload["name"] == f"reviewer-report-default-shard-{index}-of-3"
         assert (upload["overwrite"], upload["retention-days"]) == ("True", "1")
         shutil.copytree(upload["path"], downloaded / upload["name"])  # upload, then download
     assert fake.state.log == [], "shard jobs post nothing"
@@ -602,7 +691,7 @@ def test_composite_action_renders_shards_then_publishes_them(
     sharded_body = posted.body  # the stored comment is edited in place below
     assert result["comment-url"].endswith(f"#issuecomment-{posted.id}")
     assert (result["changed"], result["errors"]) == ("true", "0")
-    assert [upload["name"] for upload in publish.uploads] == ["reviewer-report"]
+    assert [upload["name"] for upload in publish.uploads] == ["reviewer-report-default"]
     assert "prod/eu" in sharded_body and "platinum" in sharded_body
 
     ActionRunner(pull.root, runner_temp, base_env, {"github-token": TOKEN}).run()
@@ -636,12 +725,23 @@ def test_action_refuses_shard_inputs_that_do_not_fit(
     assert runner.uploads == []
 
 
-WORKFLOW = ROOT / ".github/workflows/review.yml"
+WORKFLOW = ROOT / "workflows/review.yml"
 
 
 def expand_workflow(text: str, context: dict[str, str]) -> str:
-    """`${{ name }}` replaced from `context`; any other expression fails the test."""
-    return re.sub(r"\$\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}", lambda m: context[m[1]], text)
+    """`${{ ... }}` evaluated from `context` (names, `&&`, `||`, comparisons, format());
+    a name missing from `context` fails the test."""
+
+    def lookup(match: re.Match[str]) -> str:
+        value = context[match[1]]
+        return value if value.isdigit() else repr(value)
+
+    def evaluate(expression: str) -> str:
+        python = expression.replace("&&", " and ").replace("||", " or ")
+        python = re.sub(r"\b((?:inputs|secrets|runner|matrix)(?:\.[A-Za-z0-9_-]+)+)", lookup, python)
+        return str(eval(python, {"__builtins__": {}, "format": str.format}))
+
+    return re.sub(r"\$\{\{(.+?)\}\}", lambda m: evaluate(m[1]), text)
 
 
 def workflow_inputs(**given: str) -> dict[str, str]:
@@ -727,7 +827,7 @@ def test_reusable_workflow_with_shards_posts_one_review(
     assert download["uses"].startswith("actions/download-artifact@")
     given = {name: expand_workflow(str(value), context) for name, value in download["with"].items()}
     assert given["merge-multiple"] == "False"
-    assert sorted(artifacts) == [f"reviewer-default-shard-{i}-of-3" for i in (1, 2, 3)]
+    assert sorted(artifacts) == [f"reviewer-report-default-shard-{i}-of-3" for i in (1, 2, 3)]
     shutil.rmtree(given["path"], ignore_errors=True)  # RUNNER_TEMP is shared by this module
     for name, stored in artifacts.items():
         if fnmatch.fnmatchcase(name, given["pattern"]):
