@@ -89,7 +89,7 @@ def event(
             payload["pull_request"]["head"]["repo"] = payload["repository"]
     else:
         payload["workflow_run"]["head_sha"] = pull.head
-    path = tmp_path / f"event-{name}"
+    path = tmp_path / f"event-{'fork-' if fork else ''}{name}"
     path.write_text(json.dumps(payload), encoding="utf-8")
     return path
 
@@ -738,7 +738,9 @@ def expand_workflow(text: str, context: dict[str, str]) -> str:
 
     def evaluate(expression: str) -> str:
         python = expression.replace("&&", " and ").replace("||", " or ")
-        python = re.sub(r"\b((?:inputs|secrets|runner|matrix)(?:\.[A-Za-z0-9_-]+)+)", lookup, python)
+        python = re.sub(
+            r"\b((?:inputs|secrets|runner|matrix)(?:\.[A-Za-z0-9_-]+)+)", lookup, python
+        )
         return str(eval(python, {"__builtins__": {}, "format": str.format}))
 
     return re.sub(r"\$\{\{(.+?)\}\}", lambda m: evaluate(m[1]), text)
@@ -845,3 +847,220 @@ def test_reusable_workflow_with_shards_posts_one_review(
     assert (result["changed"], result["errors"]) == ("true", "0")
     (state,) = fake.state.statuses
     assert (state["sha"], state["state"]) == (pull.head, "success")
+
+
+# --- issue 16: several reviewers, forks, inputs and outputs, install, workflows --------------
+
+
+def test_two_reviewers_in_one_job_keep_their_reports_and_artifacts_apart(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    base_env = runner_env(runner_temp, env)
+    results, uploads = {}, []
+    for key in ("prod", "staging"):
+        inputs = {"github-token": TOKEN, "comment-key": key}
+        runner = ActionRunner(pull.root, runner_temp, base_env, inputs)
+        results[key] = runner.run()
+        uploads += runner.uploads
+    assert [upload["name"] for upload in uploads] == [
+        "reviewer-report-prod",
+        "reviewer-report-staging",
+    ]
+    assert results["prod"]["report-dir"] == str(runner_temp / "reviewer-prod" / "report")
+    assert results["staging"]["report-dir"] == str(runner_temp / "reviewer-staging" / "report")
+    assert {Marker.parse(c.body).key for c in fake.comments(PR)} == {"prod", "staging"}
+    assert results["prod"]["comment-id"] != results["staging"]["comment-id"]
+    assert (Path(results["prod"]["report-json"])).is_file()
+
+
+def test_a_fork_pull_request_on_the_simple_template_renders_only_with_a_notice(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull, GITHUB_EVENT_PATH=str(event(tmp_path, pull, fork=True)))
+    del env["GITHUB_TOKEN"]
+    runner = ActionRunner(pull.root, runner_temp, runner_env(runner_temp, env), {})
+    result = runner.run()
+    assert fake.state.log == [], "a fork's read-only token is never used to write"
+    assert "::notice title=reviewer::Pull request from the fork contributor/fleet" in runner.log
+    assert "platinum" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert result["comment-url"] == result["comment-id"] == ""
+    assert [upload["name"] for upload in runner.uploads] == ["reviewer-report-default"]
+
+
+def test_cluster_deployment_and_jobs_inputs_reach_reviewer(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    inputs = {
+        "mode": "dry-run",
+        "cluster": "prod/eu\n  other/none",
+        "deployment": "base",
+        "jobs": "1",
+        "pr-number": str(PR),
+    }
+    runner = ActionRunner(pull.root, runner_temp, env, inputs)
+    runner.run()
+    assert "prod/eu" in runner.log and "platinum" in runner.log, runner.log
+    assert "dev/a" not in runner.log, "only the clusters asked for are rendered"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "step", "message"),
+    [
+        ({"jobs": "0"}, "Review", "jobs must be a whole number"),
+        ({"pr-number": "12; rm -rf /"}, "Review", "pr-number must be a pull request number"),
+        ({"comment-key": "../elsewhere"}, "Prepare", "comment-key must be 1-64 letters"),
+    ],
+)
+def test_action_refuses_inputs_that_do_not_fit(
+    tmp_path: Path,
+    runner_temp: Path,
+    fake: FakeGitHub,
+    pull: PullRepo,
+    inputs: dict[str, str],
+    step: str,
+    message: str,
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    runner = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run", **inputs})
+    with pytest.raises(AssertionError, match=f"{step}: 64") as failed:
+        runner.run()
+    assert message in str(failed.value)
+    assert fake.state.log == [] and runner.uploads == []
+
+
+def test_a_warm_environment_cache_installs_nothing_and_charts_are_cached(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    runner = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run"})
+    runner.run()
+    assert "Install reviewer" not in runner.ran
+    venv, charts = runner.caches
+    python = f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+    assert re.fullmatch(
+        rf"reviewer-venv-Linux-X64-py{python}-[0-9a-f]{{8}}-[0-9a-f]{{16}}", venv["key"]
+    )
+    assert venv["path"] == runner.steps["prepare"]["venv"]
+    assert charts["path"] == str(runner_temp / "reviewer-charts")
+    assert re.fullmatch(r"reviewer-charts-Linux-[0-9a-f]{64}", charts["key"])
+    assert charts["restore-keys"] == "reviewer-charts-Linux-"
+
+    skipped = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run", "chart-cache": "false"})
+    skipped.run()
+    assert [cache["path"] for cache in skipped.caches] == [venv["path"]]
+
+
+def test_the_environment_cache_key_follows_the_lock_and_the_source(tmp_path: Path) -> None:
+    """The Prepare step's key changes with requirements.lock and with reviewer's own files."""
+    action = tmp_path / "action"
+    shutil.copytree(ROOT, action, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "*.pyc"))
+    (step,) = [
+        s for s in load_yaml(ROOT / "action.yml")["runs"]["steps"] if s.get("id") == "prepare"
+    ]
+
+    def key() -> str:
+        output = tmp_path / "output"
+        output.write_text("", encoding="utf-8")
+        env = {
+            "PATH": os.environ["PATH"],
+            "ACTION_PATH": str(action),
+            "PYTHON": sys.executable,
+            "PYTHON_VERSION": "3.12.1",
+            "REVIEWER_KEY": "default",
+            "REVIEWER_ARTIFACT_NAME": "",
+            "RUNNER_TEMP": str(tmp_path),
+            "RUNNER_OS": "Linux",
+            "RUNNER_ARCH": "X64",
+            "GITHUB_OUTPUT": str(output),
+        }
+        subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, check=True)
+        return outputs(output)["venv-key"]
+
+    first = key()
+    assert key() == first
+    with (action / "requirements.lock").open("a", encoding="utf-8") as lock:
+        lock.write("# changed\n")
+    second = key()
+    (action / "reviewer" / "new_module.py").write_text("", encoding="utf-8")
+    assert len({first, second, key()}) == 3
+
+
+def test_requirements_lock_pins_every_runtime_dependency_with_hashes() -> None:
+    def name(requirement: str) -> str:
+        return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+    project = tomllib_load(ROOT / "pyproject.toml")["project"]["dependencies"]
+    entries = re.split(r"\n(?=\S)", (ROOT / "requirements.lock").read_text(encoding="utf-8"))
+    locked = {}
+    for entry in entries:
+        if entry.startswith("#") or not entry.strip():
+            continue
+        assert "==" in entry.split("\\")[0], entry
+        assert "--hash=sha256:" in entry, f"no hash: {entry.splitlines()[0]}"
+        locked[name(entry)] = entry
+    assert {name(r).replace(".", "-") for r in project} <= {n.replace(".", "-") for n in locked}
+    assert "setuptools" in locked, "reviewer itself is built offline with the locked setuptools"
+    assert (
+        locked["pygithub"].startswith("pygithub==2.") and "pygithub==2.5" not in locked["pygithub"]
+    )
+
+
+def tomllib_load(path: Path) -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_merge_commit_with_its_parents_is_history_enough(tmp_path: Path, pull: PullRepo) -> None:
+    """The templates check out with fetch-depth: 2, not the whole history."""
+    git(pull.root, "branch", "pull-merge", pull.merge)
+    clone = tmp_path / "clone"
+    source = f"file://{pull.root}"
+    git(tmp_path, "clone", "--quiet", "--depth", "2", "--branch", "pull-merge", source, str(clone))
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event(tmp_path, pull))}
+    status, out, _ = run_ci(ci.CiArgs(repo=clone, dry_run=True), env)
+    assert status is ExitStatus.OK
+    assert "platinum" in out and "No merge result" not in out
+    for path in sorted((ROOT / "workflows").glob("*.yml")):
+        for job in load_yaml(path)["jobs"].values():
+            for step in job.get("steps", []):
+                if step.get("uses", "").startswith("actions/checkout@") and "path" not in step.get(
+                    "with", {}
+                ):
+                    assert step["with"]["fetch-depth"] == 2, path
+
+
+def test_concurrency_groups_separate_workflows_keys_and_pull_requests() -> None:
+    reusable = load_yaml(WORKFLOW)["jobs"]
+    for job in ("review", "render", "publish"):
+        group = reusable[job]["concurrency"]["group"]
+        assert "github.workflow" in group and "inputs.comment-key" in group, job
+        assert "inputs.pr-number || github.event.pull_request.number" in group, job
+    for name in ("reviewer.yml", "reviewer-render.yml", "reviewer-post.yml"):
+        (job,) = load_yaml(ROOT / "workflows" / name)["jobs"].values()
+        group = job["concurrency"]["group"]
+        assert group.startswith("${{ github.workflow }}-"), name
+        assert "head_sha" not in group, f"{name}: one group per pull request, not per commit"
+    (post,) = load_yaml(ROOT / "workflows" / "reviewer-post.yml")["jobs"].values()
+    assert post["concurrency"]["cancel-in-progress"] is False
+
+
+def test_the_reusable_workflow_runs_the_action_of_its_own_commit() -> None:
+    workflow = load_yaml(WORKFLOW)
+    declared = workflow["on"]["workflow_call"]["inputs"]
+    assert not {"reviewer-ref", "reviewer-repository"} & set(declared)
+    for name, job in workflow["jobs"].items():
+        local = [step for step in job.get("steps", []) if step.get("uses") == "./.reviewer-action"]
+        if not local:
+            continue
+        (checkout,) = [
+            s for s in job["steps"] if s.get("with", {}).get("path") == ".reviewer-action"
+        ]
+        assert checkout["with"]["repository"] == "${{ job.workflow_repository }}", name
+        assert checkout["with"]["ref"] == "${{ job.workflow_sha }}", name
+        assert checkout["with"]["persist-credentials"] is False, name
