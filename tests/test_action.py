@@ -1042,10 +1042,12 @@ def test_concurrency_groups_separate_workflows_keys_and_pull_requests() -> None:
         assert "github.workflow" in group and "inputs.comment-key" in group, job
         assert "inputs.pr-number || github.event.pull_request.number" in group, job
     for name in ("reviewer.yml", "reviewer-render.yml", "reviewer-post.yml"):
-        (job,) = load_yaml(ROOT / "workflows" / name)["jobs"].values()
-        group = job["concurrency"]["group"]
-        assert group.startswith("${{ github.workflow }}-"), name
-        assert "head_sha" not in group, f"{name}: one group per pull request, not per commit"
+        for job in load_yaml(ROOT / "workflows" / name)["jobs"].values():
+            group = job["concurrency"]["group"]
+            assert group.startswith("${{ github.workflow }}-"), name
+            assert "head_sha" not in group, f"{name}: one group per pull request, not per commit"
+    simple = load_yaml(ROOT / "workflows" / "reviewer.yml")["jobs"]
+    assert simple["review"]["concurrency"] == simple["closed"]["concurrency"]
     (post,) = load_yaml(ROOT / "workflows" / "reviewer-post.yml")["jobs"].values()
     assert post["concurrency"]["cancel-in-progress"] is False
 
