@@ -411,8 +411,16 @@ def test_marker_look_alikes_in_an_artifact_are_defused(
 class ActionRunner:
     """Runs action.yml's steps the way the Actions runner does (`run:` steps in bash)."""
 
-    def __init__(self, workspace: Path, temp: Path, env: dict[str, str], inputs: dict[str, str]):
+    def __init__(
+        self,
+        workspace: Path,
+        temp: Path,
+        env: dict[str, str],
+        inputs: dict[str, str],
+        reviewer: Path | None = None,
+    ):
         self.action = load_yaml(ROOT / "action.yml")
+        self.reviewer = reviewer or Path(sys.executable).with_name("reviewer")
         self.workspace = workspace
         self.temp = temp
         self.env = env
@@ -506,9 +514,9 @@ class ActionRunner:
             return False
         bin_dir = Path(cache["path"]) / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("python", "reviewer"):
+        for name, target in (("python", Path(sys.executable)), ("reviewer", self.reviewer)):
             if not (bin_dir / name).exists():
-                (bin_dir / name).symlink_to(Path(sys.executable).with_name(name))
+                (bin_dir / name).symlink_to(target)
         return True
 
     def _run(self, step: dict[str, Any]) -> dict[str, str]:
@@ -1066,3 +1074,41 @@ def test_the_reusable_workflow_runs_the_action_of_its_own_commit() -> None:
         assert checkout["with"]["repository"] == "${{ job.workflow_repository }}", name
         assert checkout["with"]["ref"] == "${{ job.workflow_sha }}", name
         assert checkout["with"]["persist-credentials"] is False, name
+
+
+def recorded_arguments(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo, **inputs: str
+) -> list[str]:
+    """The `reviewer` command line the action builds for `inputs`, recorded by a stand-in
+    for flags `reviewer ci` does not have yet (its own tests cover what it does with them)."""
+    tmp_path.mkdir()
+    record = tmp_path / "arguments.json"
+    stand_in = tmp_path / "reviewer"
+    stand_in.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    stand_in.chmod(0o755)
+    temp = tmp_path / "runner"
+    temp.mkdir()
+    env = runner_env(temp, actions_env(tmp_path, fake, pull))
+    ActionRunner(pull.root, temp, env, dict(inputs), reviewer=stand_in).run()
+    arguments: list[str] = json.loads(record.read_text(encoding="utf-8"))
+    return arguments
+
+
+def test_closed_mode_and_the_new_comment_modes_reach_reviewer_ci(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    closed = recorded_arguments(
+        tmp_path / "a", fake, pull, mode="closed", **{"comment-mode": "delete"}
+    )
+    assert closed[0] == "ci" and "--closed" in closed
+    assert closed[closed.index("--comment-mode") + 1] == "delete"
+    assert "--cache-dir" not in closed and "--output-dir" not in closed, "closed renders nothing"
+
+    update = recorded_arguments(tmp_path / "b", fake, pull, **{"comment-mode": "only-update"})
+    assert update[update.index("--comment-mode") + 1] == "only-update"
+    assert update[update.index("--cache-dir") + 1].endswith("/reviewer-charts")
+    assert update[update.index("--artifact-name") + 1] == "reviewer-report-default"
