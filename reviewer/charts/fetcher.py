@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reviewer import jail
 from reviewer.charts.cache import ChartCache
 from reviewer.charts.credentials import Credentials
 from reviewer.charts.dependencies import DependencyBuilder
@@ -58,7 +59,7 @@ class ChartFetcher:
     def resolve(self, chart: ChartRef, version: str | None, *, root: Path) -> ResolvedChart:
         """Like `fetch`, with what was resolved (source, name, version, digest)."""
         if chart.local is not None:
-            resolved = ResolvedChart(path=root / chart.local, source="local")
+            resolved = ResolvedChart(path=_jailed(root, chart.local), source="local")
             base: Path | None = root
         else:
             remote = remote_for(chart)
@@ -73,3 +74,14 @@ class ChartFetcher:
         """Remove working copies and the private registry login files."""
         self._oci.close()
         self._workdir.close()
+
+
+def _jailed(root: Path, local: str) -> Path:
+    """The local chart at `local`, checked before Helm's loader reads any of it: the
+    engine follows symlinks itself and would read whatever they point to."""
+    path = root / local
+    if path.is_dir():
+        jail.check_tree(root, path)
+    else:
+        jail.resolve_file(root, local)
+    return path
