@@ -16,6 +16,7 @@ from reviewer.charts.downloads import Downloads
 from reviewer.charts.http_source import HttpSource
 from reviewer.charts.logins import Logins
 from reviewer.charts.oci_source import OciSource
+from reviewer.charts.policy import STRICT, NetworkPolicy
 from reviewer.charts.remote import remote_for
 from reviewer.charts.source import ResolvedChart
 from reviewer.charts.workdir import WorkDir
@@ -37,12 +38,13 @@ class ChartFetcher:
         credentials: Credentials,
         offline: bool = False,
         timeout: float = 60.0,
+        policy: NetworkPolicy = STRICT,
     ) -> None:
         self.cache = ChartCache(cache_dir)
         self._workdir = WorkDir()
         logins = Logins(credentials)
-        self._oci = OciSource(self.cache, logins, self._workdir)
-        http = HttpSource(self.cache, logins, timeout=timeout)
+        self._oci = OciSource(self.cache, logins, self._workdir, policy=policy)
+        http = HttpSource(self.cache, logins, timeout=timeout, policy=policy)
         self._downloads = Downloads(self.cache, http=http, oci=self._oci, offline=offline)
         self._dependencies = DependencyBuilder(self._downloads, self._workdir)
 
