@@ -24,6 +24,7 @@ from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.plan import Plan, Planner, ReleasePlan
 from reviewer.redact import LeakGuard, Redactor, redact_tree, replacement_map
+from reviewer.refguard import refuse_secret_charts
 from reviewer.render import RenderCache, render_plan
 from reviewer.sandbox import SandboxPool
 from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
@@ -265,6 +266,7 @@ def render_side(
 ) -> SideRender:
     """Plan and render one checkout."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
+    planned.plan = refuse_secret_charts(planned.plan, planned.twin)
     with bar(len(planned.plan.releases)) as advance:
         snapshot = render_plan(
             planned.plan,
