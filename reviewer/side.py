@@ -266,10 +266,10 @@ def render_side(
 ) -> SideRender:
     """Plan and render one checkout."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
-    planned.plan = refuse_secret_charts(planned.plan, planned.twin)
-    with bar(len(planned.plan.releases)) as advance:
+    plan = refuse_secret_charts(planned.plan, planned.twin)
+    with bar(len(plan.releases)) as advance:
         snapshot = render_plan(
-            planned.plan,
+            plan,
             root=root,
             fetcher=tools.fetcher,
             pool=tools.pool,
