@@ -25,6 +25,7 @@ from reviewer.config import CONFIG_FILE
 from reviewer.console import Console
 from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.limits import LimitFlags
 from reviewer.publish import CommentMode, StatusKind
 from reviewer.redact import shared_marker_key
 from reviewer.side import Selection, Shard, SideOptions, Tooling
@@ -77,6 +78,8 @@ def _tooling(
     cache_dir: str | None,
     offline: bool,
     jobs: int | None,
+    limits: LimitFlags,
+    allow_loopback: bool,
 ) -> Tooling:
     # Chart credentials and the default cache come from the environment `main` read once.
     env = click.get_current_context().find_object(Edge)
@@ -88,6 +91,8 @@ def _tooling(
         helm_binary=Path(helm_binary) if helm_binary else None,
         offline=offline,
         jobs=jobs or os.cpu_count() or 1,
+        limits=limits,
+        allow_loopback=allow_loopback,
     )
 
 
@@ -142,6 +147,10 @@ _SIDE_FLAGS = (
     "cache_dir",
     "offline",
     "jobs",
+    "render_timeout",
+    "render_memory",
+    "render_output",
+    "allow_loopback_charts",
     "config_file",
     "definitions",
     "templates",
@@ -164,6 +173,8 @@ def _side_flags(function: Callable[..., None]) -> Callable[..., None]:
                 given["cache_dir"],
                 given["offline"],
                 given["jobs"],
+                LimitFlags(given["render_timeout"], given["render_memory"], given["render_output"]),
+                given["allow_loopback_charts"],
             ),
             config_file=given["config_file"],
             definitions=given["definitions"],
@@ -216,6 +227,29 @@ def _add_side_options(function: click.decorators.FC) -> click.decorators.FC:
     )(function)
     function = click.option(
         "--offline", is_flag=True, help="Use only cached charts; never touch the network."
+    )(function)
+    function = click.option(
+        "--render-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Seconds one render may take [default: .reviewer.yaml's, else 60].",
+    )(function)
+    function = click.option(
+        "--render-memory",
+        type=click.IntRange(min=64),
+        default=None,
+        help="MiB of memory per render worker [default: .reviewer.yaml's, else 2048].",
+    )(function)
+    function = click.option(
+        "--render-output",
+        type=click.IntRange(min=1),
+        default=None,
+        help="MiB of rendered manifests per release [default: .reviewer.yaml's, else 32].",
+    )(function)
+    function = click.option(
+        "--allow-loopback-charts",
+        is_flag=True,
+        help="Allow chart repositories on loopback addresses (local use and tests).",
     )(function)
     function = click.option(
         "--jobs",

@@ -9,6 +9,10 @@ Keys (all optional):
 `noise`
     Noise rules: `labels`, `annotations`, `paths`, `kinds` (see reviewer/noise.py
     and README.md).
+`limits`
+    Render limits: `renderSeconds`, `memoryMiB`, `outputMiB` (see reviewer/limits.py).
+`charts`
+    Chart hosts: `allowedHosts`, `allowPrivate` (see reviewer/charts/policy.py).
 
 A diff reads this file from the target (base) side, so a pull request cannot
 hide its own changes by adding noise rules.
@@ -20,13 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer import decode, yamlio
+from reviewer import limits as limits_mod
+from reviewer.charts import policy
+from reviewer.charts.policy import STRICT, NetworkPolicy
 from reviewer.discover import Layout
 from reviewer.errors import ConfigError
+from reviewer.limits import Limits
 from reviewer.noise import NoiseRules
 from reviewer.paths import inside
 
 CONFIG_FILE = ".reviewer.yaml"
-_KEYS = ("definitions", "templates", "noise")
+_KEYS = ("definitions", "templates", "noise", "limits", "charts")
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class RepoConfig:
 
     layout: Layout = field(default_factory=Layout)
     noise: NoiseRules = field(default_factory=NoiseRules)
+    limits: Limits = field(default_factory=Limits)
+    charts: NetworkPolicy = STRICT
 
 
 def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
@@ -55,7 +65,12 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
         templates=decode.optional(data, "templates", top, _directory, Layout.templates),
     )
     noise = decode.optional_map(data, "noise", top)
-    return RepoConfig(layout=layout, noise=NoiseRules.from_mapping(noise, source=source))
+    return RepoConfig(
+        layout=layout,
+        noise=NoiseRules.from_mapping(noise, source=source),
+        limits=limits_mod.from_mapping(data.get("limits"), source=source),
+        charts=policy.from_mapping(data.get("charts"), source=source, allow_loopback=False),
+    )
 
 
 def with_overrides(config: RepoConfig, *, definitions: str | None, templates: str | None) -> Layout:

@@ -14,11 +14,14 @@ import io
 import json
 import re
 import tarfile
+import weakref
 from typing import Any
 
 import helm_python
 
 from reviewer.errors import ConfigError
+from reviewer.limits import Limits
+from reviewer.sandbox import LimitExceeded, Sandbox, Task
 
 _CHART = "gotmpl"
 _TEMPLATE = "templates/source"
@@ -60,13 +63,16 @@ def _archive(text: str) -> bytes:
 
 
 class TemplateRenderer:
-    """Renders Go template files with a given `.Values`; caches by (text, values) digest."""
+    """Renders Go template files with a given `.Values`; caches by (text, values) digest.
 
-    def __init__(self) -> None:
+    Rendering runs in a sandbox child under the time and memory limits (`limits`), started
+    at the first template that needs it.
+    """
+
+    def __init__(self, limits: Limits | None = None) -> None:
         self._cache: dict[str, str] = {}
-        # One throwaway chart per distinct template text: building and loading the
-        # archive costs more than rendering it.
-        self._charts: dict[str, helm_python.Chart] = {}
+        self._sandbox = Sandbox(limits or Limits())
+        weakref.finalize(self, self._sandbox.close)
 
     def render(self, text: str, *, values: dict[str, Any], source: str) -> str:
         """Render `text` with `.Values` = `values`; errors name `source` and the line."""
@@ -81,16 +87,38 @@ class TemplateRenderer:
             self._cache[key] = cached
         return cached
 
+    def close(self) -> None:
+        """Stop the sandbox child."""
+        self._sandbox.close()
+
     def _render(self, text: str, *, values: dict[str, Any], source: str) -> str:
         try:
-            chart = self._charts.get(text)
-            if chart is None:
-                chart = helm_python.Chart.load_archive(_archive(text))
-                self._charts[text] = chart
-            rendered = chart.render(values=values, name="gotmpl", namespace="default")
-        except helm_python.HelmError as exc:
-            raise _template_error(str(exc), source) from None
-        return rendered.get(_INTERNAL_NAME, "")
+            status, result = self._sandbox.run(Task("gotmpl", (text, values)))
+        except LimitExceeded as error:
+            raise ConfigError(source, error.message) from None
+        if status != "ok":
+            raise _template_error(result, source)
+        rendered: str = result
+        return rendered
+
+
+def render_template(
+    charts: dict[str, helm_python.Chart], text: str, values: dict[str, Any]
+) -> tuple[str, str]:
+    """("ok", output) or ("error", Helm's message): runs in the sandbox child.
+
+    `charts` keeps one throwaway chart per distinct template text: building and loading
+    the archive costs more than rendering it.
+    """
+    try:
+        chart = charts.get(text)
+        if chart is None:
+            chart = helm_python.Chart.load_archive(_archive(text))
+            charts[text] = chart
+        rendered = chart.render(values=values, name="gotmpl", namespace="default")
+    except helm_python.HelmError as exc:
+        return "error", str(exc)
+    return "ok", rendered.get(_INTERNAL_NAME, "")
 
 
 def _template_error(detail: str, source: str) -> ConfigError:

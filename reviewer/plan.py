@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reviewer import deployment as deployment_mod
+from reviewer import jail, yamlio
 from reviewer import templates as templates_mod
 from reviewer import values as values_mod
-from reviewer import yamlio
 from reviewer.deployment import AppSpec, DeploymentSpec
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
 from reviewer.errors import ConfigError, ReviewerError
@@ -208,7 +208,7 @@ class Planner:
                 "missing: every directory under apps/ must define its deployment",
                 hint="add deployment.yaml, or remove the directory",
             )
-        text = yamlio.read_text(path, source=source)
+        text = jail.read_text(self.fleet.root, source)
         if "{{" in text:
             plain = self.loader.hierarchy(cluster, deployment, atlas=atlas, plain_only=True)
             context = values_mod.with_atlas(values_mod.combine(plain), atlas)

@@ -21,13 +21,16 @@ from reviewer.config import CONFIG_FILE, RepoConfig
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.limits import LimitFlags, Limits
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, Planner, ReleasePlan
 from reviewer.redact import LeakGuard, Redactor, redact_tree, replacement_map
+from reviewer.refguard import refuse_secret_charts
 from reviewer.render import RenderCache, render_plan
+from reviewer.sandbox import SandboxPool
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
-from reviewer.workers import InProcessPool, Pool, ProcessPool
+from reviewer.workers import Pool
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,14 @@ class Tooling:
     helm_binary: Path | None = None
     offline: bool = False
     jobs: int = 1
+    limits: LimitFlags = field(default_factory=LimitFlags)
+    """Render limits given on the command line (they win over `.reviewer.yaml`)."""
+    allow_loopback: bool = False
+    """Chart repositories on loopback addresses allowed (local use, tests)."""
+
+    def limits_with(self, settings: RepoConfig) -> Limits:
+        """The render limits: command line, else the base side's `.reviewer.yaml`."""
+        return self.limits.over(settings.limits)
 
 
 @dataclass(frozen=True)
@@ -105,13 +116,15 @@ class Tools:
 
 
 @contextmanager
-def open_tooling(tooling: Tooling) -> Iterator[Tools]:
-    """The render pool and the chart fetcher for one run, closed afterwards."""
+def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterator[Tools]:
+    """The render pool and the chart fetcher for one run, closed afterwards.
+
+    `settings` (the base side's `.reviewer.yaml`) give the render limits and chart hosts.
+    """
+    settings = settings or RepoConfig()
     engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
-    pool: Pool = (
-        ProcessPool(engine, jobs=tooling.jobs, binary=tooling.helm_binary)
-        if tooling.jobs > 1
-        else InProcessPool(engine)
+    pool: Pool = SandboxPool(
+        engine, jobs=tooling.jobs, binary=tooling.helm_binary, limits=tooling.limits_with(settings)
     )
     try:
         with (
@@ -120,6 +133,7 @@ def open_tooling(tooling: Tooling) -> Iterator[Tools]:
                 cache_dir=cache_dir,
                 offline=tooling.offline,
                 credentials=tooling.credentials,
+                policy=replace(settings.charts, allow_loopback=tooling.allow_loopback),
             ) as fetcher,
         ):
             yield Tools(pool, fetcher)
@@ -252,9 +266,10 @@ def render_side(
 ) -> SideRender:
     """Plan and render one checkout."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
-    with bar(len(planned.plan.releases)) as advance:
+    plan = refuse_secret_charts(planned.plan, planned.twin)
+    with bar(len(plan.releases)) as advance:
         snapshot = render_plan(
-            planned.plan,
+            plan,
             root=root,
             fetcher=tools.fetcher,
             pool=tools.pool,
@@ -355,10 +370,10 @@ def prepare_sides(
         config, definitions=request.definitions, templates=request.templates
     )
     options = replace(request.options, layout=layout)
-    renderer = TemplateRenderer()
+    renderer = TemplateRenderer(request.tooling.limits_with(config))
     decoder = SopsDecoder(keyless=request.secrets)
     rendered: list[SideRender] = []
-    with open_tooling(request.tooling) as tools:
+    with open_tooling(request.tooling, config) as tools:
         for index, root in enumerate(roots):
             with watch(index, tools.cache) as bar:
                 rendered.append(

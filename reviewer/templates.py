@@ -17,7 +17,7 @@ from typing import Any
 
 import helm_python
 
-from reviewer import decode, yamlio
+from reviewer import decode, jail, yamlio
 from reviewer import values as values_mod
 from reviewer.errors import ConfigError
 from reviewer.gotmpl import TemplateRenderer
@@ -171,7 +171,7 @@ def expand(
     renderer: TemplateRenderer,
 ) -> list[ReleaseSpec]:
     """Render a template file for one instance and return its releases."""
-    text = yamlio.read_text(root / source, source=source)
+    text = jail.read_text(root, source)
     if source.endswith(".gotmpl"):
         text = renderer.render(text, values=context, source=source)
     documents = yamlio.load_documents(text, source=source)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reviewer import yamlio
+from reviewer import jail, yamlio
 from reviewer.discover import Cluster, DeploymentDir
 from reviewer.errors import ConfigError
 from reviewer.gotmpl import TemplateRenderer
@@ -92,6 +92,7 @@ class ValuesLoader:
 
     def load_file(self, source: str, *, context: Values, secret: bool) -> Values:
         """Load one repo-relative values file; `.gotmpl` files see `context` as `.Values`."""
+        jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
         path = self.root / source
         if secret or source.endswith(SOPS_SUFFIX):
             return self.secrets.load(path, source=source)

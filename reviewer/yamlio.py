@@ -19,12 +19,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.representer import SafeRepresenter
 
 from reviewer.errors import ConfigError
+from reviewer.limits import MAX_DEPTH, too_deep
 
 # Keys listed here come first in a normalized Kubernetes object, in this order;
 # everything else follows alphabetically, so key order never causes a diff.
 _LEADING_KEYS = ("apiVersion", "kind", "metadata", "spec", "data", "stringData")
 
 _DOCUMENT_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.MULTILINE)
+_TOO_DEEP = f"nested deeper than the depth limit of {MAX_DEPTH} levels"
 _LINE = re.compile(r"line (\d+): (.*)")
 # Strings a YAML 1.1 reader (kubectl, Helm) would take for booleans: quote them.
 _YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
@@ -56,6 +58,11 @@ def _parse_document(text: str, first_line: int) -> dict[str, Any]:
         parsed: dict[str, Any] = helm_python.values_from_yaml(text)
     except helm_python.HelmError as exc:
         raise _failure(str(exc), first_line) from None
+    except RecursionError:
+        # Converting the parsed document to Python recurses once per level.
+        raise _ParseFailure(_TOO_DEEP, first_line) from None
+    if too_deep(parsed):
+        raise _ParseFailure(_TOO_DEEP, first_line)
     return parsed
 
 

@@ -84,7 +84,9 @@ class Repo:
         self, options: SideOptions | None = None, secrets: SecretsLoader | None = None
     ) -> Snapshot:
         """Render every release in-process with the embedded engine (not redacted)."""
-        with open_tooling(Tooling(cache_dir=self.root.parent / "chart-cache")) as tools:
+        # Chart repositories in tests are loopback servers: allowed like --allow-loopback-charts.
+        tooling = Tooling(cache_dir=self.root.parent / "chart-cache", allow_loopback=True)
+        with open_tooling(tooling) as tools:
             side = render_side(
                 self.root,
                 options=options or SideOptions(),

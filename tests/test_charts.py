@@ -15,9 +15,12 @@ from registry import Registry
 
 from reviewer import charts
 from reviewer.charts import ChartError, ChartFetcher, Credentials, Login, select_version
+from reviewer.charts.policy import NetworkPolicy
 from reviewer.engine import EmbeddedEngine, RenderRequest
 from reviewer.templates import ChartRef
 from reviewer.workers import manifests
+
+LOOPBACK = NetworkPolicy(allow_loopback=True)
 
 VERSIONS = ("1.0.0", "1.2.0", "1.3.0-rc.1", "2.0.0")
 SECRET = "pw-Zq81x!sensitive"  # never allowed in any message
@@ -120,6 +123,7 @@ def fetcher(
         cache_dir=tmp_path / "cache",
         offline=offline,
         credentials=credentials or Credentials({}, []),
+        policy=LOOPBACK,
     )
 
 

@@ -14,6 +14,7 @@ from conftest import DUMP_CHART
 from test_render import WEB_CHART
 
 from reviewer.charts import ChartFetcher, Credentials
+from reviewer.charts.policy import NetworkPolicy
 from reviewer.engine import (
     BinaryEngine,
     EmbeddedEngine,
@@ -206,7 +207,11 @@ def test_engines_agree_on_dependencies_built_from_a_repository(
                 f"  - name: operator\n    version: ~0.3\n    repository: {server.url}\n",
             },
         )
-        fetcher = ChartFetcher(cache_dir=tmp_path / "cache", credentials=Credentials({}, []))
+        fetcher = ChartFetcher(
+            cache_dir=tmp_path / "cache",
+            credentials=Credentials({}, []),
+            policy=NetworkPolicy(allow_loopback=True),
+        )
         with fetcher:
             chart = fetcher.fetch(
                 ChartRef("./charts/platform", local="charts/platform"), None, root=root

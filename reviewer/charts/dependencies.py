@@ -10,7 +10,7 @@ from typing import Any
 
 import helm_python
 
-from reviewer import yamlio
+from reviewer import jail, yamlio
 from reviewer.charts.archive import chart_yaml
 from reviewer.charts.errors import CORRUPT_ARCHIVE, DEPENDENCY_MISSING, ChartError
 from reviewer.charts.once import Once
@@ -123,6 +123,7 @@ class DependencyBuilder:
             )
         if not (source / "Chart.yaml").is_file():
             raise ChartError(ref, DEPENDENCY_MISSING, f"'{name}': no chart at {repository}")
+        jail.check_tree(root, source)
         shutil.copytree(source, target / name)
 
 

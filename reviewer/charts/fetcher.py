@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reviewer import jail
 from reviewer.charts.cache import ChartCache
 from reviewer.charts.credentials import Credentials
 from reviewer.charts.dependencies import DependencyBuilder
@@ -15,6 +16,7 @@ from reviewer.charts.downloads import Downloads
 from reviewer.charts.http_source import HttpSource
 from reviewer.charts.logins import Logins
 from reviewer.charts.oci_source import OciSource
+from reviewer.charts.policy import STRICT, NetworkPolicy
 from reviewer.charts.remote import remote_for
 from reviewer.charts.source import ResolvedChart
 from reviewer.charts.workdir import WorkDir
@@ -36,12 +38,13 @@ class ChartFetcher:
         credentials: Credentials,
         offline: bool = False,
         timeout: float = 60.0,
+        policy: NetworkPolicy = STRICT,
     ) -> None:
         self.cache = ChartCache(cache_dir)
         self._workdir = WorkDir()
         logins = Logins(credentials)
-        self._oci = OciSource(self.cache, logins, self._workdir)
-        http = HttpSource(self.cache, logins, timeout=timeout)
+        self._oci = OciSource(self.cache, logins, self._workdir, policy=policy)
+        http = HttpSource(self.cache, logins, timeout=timeout, policy=policy)
         self._downloads = Downloads(self.cache, http=http, oci=self._oci, offline=offline)
         self._dependencies = DependencyBuilder(self._downloads, self._workdir)
 
@@ -58,7 +61,7 @@ class ChartFetcher:
     def resolve(self, chart: ChartRef, version: str | None, *, root: Path) -> ResolvedChart:
         """Like `fetch`, with what was resolved (source, name, version, digest)."""
         if chart.local is not None:
-            resolved = ResolvedChart(path=root / chart.local, source="local")
+            resolved = ResolvedChart(path=_jailed(root, chart.local), source="local")
             base: Path | None = root
         else:
             remote = remote_for(chart)
@@ -73,3 +76,14 @@ class ChartFetcher:
         """Remove working copies and the private registry login files."""
         self._oci.close()
         self._workdir.close()
+
+
+def _jailed(root: Path, local: str) -> Path:
+    """The local chart at `local`, checked before Helm's loader reads any of it: the
+    engine follows symlinks itself and would read whatever they point to."""
+    path = root / local
+    if path.is_dir():
+        jail.check_tree(root, path)
+    else:
+        jail.resolve_file(root, local)
+    return path

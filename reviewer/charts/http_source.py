@@ -12,6 +12,7 @@ from reviewer.charts.cache import ChartCache
 from reviewer.charts.errors import BAD_CREDENTIALS, CHART_NOT_FOUND, UNREACHABLE, ChartError
 from reviewer.charts.logins import Logins, login_hint
 from reviewer.charts.once import Once
+from reviewer.charts.policy import STRICT, NetworkPolicy
 from reviewer.charts.remote import Remote
 from reviewer.charts.source import ResolvedChart, choose_version, no_version, resolved
 from reviewer.charts.transport import HttpFailure, display_url, http_get, origin
@@ -54,7 +55,15 @@ def _entry(item: dict[str, object]) -> IndexEntry:
 class HttpSource:
     """Charts from HTTP(S) repositories; each index is read at most once per source object."""
 
-    def __init__(self, cache: ChartCache, logins: Logins, *, timeout: float) -> None:
+    def __init__(
+        self,
+        cache: ChartCache,
+        logins: Logins,
+        *,
+        timeout: float,
+        policy: NetworkPolicy = STRICT,
+    ) -> None:
+        self._policy = policy
         self._cache = cache
         self._logins = logins
         self._timeout = timeout
@@ -117,7 +126,7 @@ class HttpSource:
         login = self._logins.login(remote) if remote is not None else None
         ref = remote.ref if remote is not None else url
         try:
-            return http_get(url, login=login, timeout=self._timeout)
+            return http_get(url, login=login, timeout=self._timeout, policy=self._policy)
         except HttpFailure as failure:
             reason = {401: BAD_CREDENTIALS, 403: BAD_CREDENTIALS, 404: missing}.get(
                 failure.status or 0, UNREACHABLE

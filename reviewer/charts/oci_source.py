@@ -22,6 +22,7 @@ from reviewer.charts.errors import (
     ChartError,
 )
 from reviewer.charts.logins import Logins, login_hint
+from reviewer.charts.policy import STRICT, NetworkPolicy, Refused
 from reviewer.charts.remote import Remote
 from reviewer.charts.semver import is_exact
 from reviewer.charts.source import ResolvedChart, choose_version, no_version, resolved
@@ -62,7 +63,15 @@ def oci_reason(text: str) -> str:
 class OciSource:
     """Charts from OCI registries, through one client per host and login, closed by `close`."""
 
-    def __init__(self, cache: ChartCache, logins: Logins, workdir: WorkDir) -> None:
+    def __init__(
+        self,
+        cache: ChartCache,
+        logins: Logins,
+        workdir: WorkDir,
+        *,
+        policy: NetworkPolicy = STRICT,
+    ) -> None:
+        self._policy = policy
         self._cache = cache
         self._logins = logins
         self._workdir = workdir
@@ -133,9 +142,18 @@ class OciSource:
         except helm_python.HelmError:
             return False
 
+    def _check(self, remote: Remote, host: str) -> None:
+        # The registry client (Go) connects by itself: the host is checked before it is
+        # created. Redirects the registry sends (blob storage) are not checked.
+        try:
+            self._policy.check_url(f"oci://{host}")
+        except Refused as refused:
+            raise ChartError(remote.ref, UNREACHABLE, str(refused)) from None
+
     def _registry(self, remote: Remote) -> helm_python.RegistryClient:
         """A registry client for the remote's host, logged in when a login is configured."""
         host = url_host(remote.source)
+        self._check(remote, host)
         login = self._logins.login(remote)
         key = (host, login.username if login else "")
         with self._lock:

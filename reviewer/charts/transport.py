@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import functools
 import http.client as http_client
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from http.client import HTTPMessage
-from typing import IO
+from typing import IO, Any
 
 from reviewer.charts.credentials import Login
+from reviewer.charts.policy import STRICT, NetworkPolicy, connect
 
 
 class HttpFailure(Exception):
@@ -55,11 +58,52 @@ class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
         return new
 
 
-_OPENER = urllib.request.build_opener(_SameOriginAuth)
+def _guarded(
+    factory: type[http_client.HTTPConnection], policy: NetworkPolicy
+) -> Callable[..., http_client.HTTPConnection]:
+    """A connection class whose every connect checks the address against `policy`."""
+
+    def make(host: str, **kwargs: Any) -> http_client.HTTPConnection:
+        connection = factory(host, **kwargs)
+        connection._create_connection = functools.partial(connect, policy)  # type: ignore[attr-defined]
+        return connection
+
+    return make
 
 
-def http_get(url: str, *, login: Login | None, timeout: float) -> bytes:
-    """The body of a GET; raises `HttpFailure`."""
+class _GuardedHttp(urllib.request.HTTPHandler):
+    def __init__(self, policy: NetworkPolicy) -> None:
+        super().__init__()
+        self._policy = policy
+
+    def http_open(self, req: urllib.request.Request) -> http_client.HTTPResponse:
+        return self.do_open(_guarded(http_client.HTTPConnection, self._policy), req)
+
+
+class _GuardedHttps(urllib.request.HTTPSHandler):
+    def __init__(self, policy: NetworkPolicy) -> None:
+        super().__init__()
+        self._policy = policy
+
+    def https_open(self, req: urllib.request.Request) -> http_client.HTTPResponse:
+        return self.do_open(_guarded(http_client.HTTPSConnection, self._policy), req)
+
+
+@functools.lru_cache(maxsize=8)
+def _opener(policy: NetworkPolicy) -> urllib.request.OpenerDirector:
+    # No proxy from the environment: the policy checks the address actually connected to.
+    return urllib.request.build_opener(
+        urllib.request.ProxyHandler({}),
+        _SameOriginAuth,
+        _GuardedHttp(policy),
+        _GuardedHttps(policy),
+    )
+
+
+def http_get(
+    url: str, *, login: Login | None, timeout: float, policy: NetworkPolicy = STRICT
+) -> bytes:
+    """The body of a GET, only to hosts `policy` allows (redirects too); raises `HttpFailure`."""
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise HttpFailure(None, "only http:// and https:// repositories are supported")
     request = urllib.request.Request(url, headers={"User-Agent": "reviewer"})
@@ -68,7 +112,7 @@ def http_get(url: str, *, login: Login | None, timeout: float) -> bytes:
         # Unredirected: urllib would otherwise forward it to whatever host a redirect names.
         request.add_unredirected_header("Authorization", f"Basic {token}")
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
+        with _opener(policy).open(request, timeout=timeout) as response:
             data: bytes = response.read()
             return data
     except urllib.error.HTTPError as exc:

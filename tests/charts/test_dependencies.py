@@ -14,7 +14,10 @@ from reviewer.charts.cache import ChartCache
 from reviewer.charts.dependencies import DependencyBuilder
 from reviewer.charts.http_source import HttpSource
 from reviewer.charts.logins import Logins
+from reviewer.charts.policy import NetworkPolicy
 from reviewer.charts.workdir import WorkDir
+
+LOOPBACK = NetworkPolicy(allow_loopback=True)
 
 
 @pytest.fixture
@@ -34,7 +37,7 @@ def workdir() -> Iterator[WorkDir]:
 def builder(tmp_path: Path, workdir: WorkDir) -> DependencyBuilder:
     logins = Logins(Credentials({}, []))
     return DependencyBuilder(
-        HttpSource(ChartCache(tmp_path / "cache"), logins, timeout=10), workdir
+        HttpSource(ChartCache(tmp_path / "cache"), logins, timeout=10, policy=LOOPBACK), workdir
     )
 
 

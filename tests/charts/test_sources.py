@@ -24,8 +24,11 @@ from reviewer.charts.downloads import CacheSource, Downloads
 from reviewer.charts.http_source import HttpSource, decode_index
 from reviewer.charts.logins import Logins
 from reviewer.charts.oci_source import OciSource, is_loopback, oci_reason
+from reviewer.charts.policy import NetworkPolicy
 from reviewer.charts.remote import Remote
 from reviewer.charts.workdir import WorkDir
+
+LOOPBACK = NetworkPolicy(allow_loopback=True)
 
 VERSIONS = ("1.0.0", "1.2.0", "2.0.0")
 SECRET = "pw-Zq81x!sensitive"
@@ -63,7 +66,9 @@ def oci_remote(server: Registry, name: str = "ocidemo") -> Remote:
 def test_http_source_resolves_ranges_reading_the_index_once(
     tmp_path: Path, http_repo: ChartRepository
 ) -> None:
-    source: ChartSource = HttpSource(ChartCache(tmp_path / "cache"), NOBODY, timeout=10)
+    source: ChartSource = HttpSource(
+        ChartCache(tmp_path / "cache"), NOBODY, timeout=10, policy=LOOPBACK
+    )
     newest = source.download(http_remote(http_repo), None)
     ranged = source.download(http_remote(http_repo), "~1.0")
     assert (newest.version, ranged.version) == ("2.0.0", "1.0.0")
@@ -76,14 +81,18 @@ def test_http_source_takes_archives_already_cached(
     tmp_path: Path, http_repo: ChartRepository
 ) -> None:
     cache = ChartCache(tmp_path / "cache")
-    first = HttpSource(cache, NOBODY, timeout=10).download(http_remote(http_repo), "1.2.0")
-    again = HttpSource(cache, NOBODY, timeout=10).download(http_remote(http_repo), "1.2.0")
+    first = HttpSource(cache, NOBODY, timeout=10, policy=LOOPBACK).download(
+        http_remote(http_repo), "1.2.0"
+    )
+    again = HttpSource(cache, NOBODY, timeout=10, policy=LOOPBACK).download(
+        http_remote(http_repo), "1.2.0"
+    )
     assert again.path == first.path
     assert http_repo.count(".tgz") == 1
 
 
 def test_http_source_failures_name_their_reason(tmp_path: Path, http_repo: ChartRepository) -> None:
-    source = HttpSource(ChartCache(tmp_path / "cache"), NOBODY, timeout=10)
+    source = HttpSource(ChartCache(tmp_path / "cache"), NOBODY, timeout=10, policy=LOOPBACK)
     with pytest.raises(ChartError) as missing:
         source.download(http_remote(http_repo, "nope"), None)
     assert missing.value.reason == CHART_NOT_FOUND
@@ -97,7 +106,7 @@ def test_http_source_keeps_the_password_out_of_errors(tmp_path: Path) -> None:
         server.publish(write_chart(tmp_path / "src", "demo", "1.0.0"))
         wrong = Login("bot", SECRET + "x")
         logins = Logins(Credentials({}, [(server.url.removeprefix("http://") + "/", wrong)]))
-        source = HttpSource(ChartCache(tmp_path / "cache"), logins, timeout=10)
+        source = HttpSource(ChartCache(tmp_path / "cache"), logins, timeout=10, policy=LOOPBACK)
         with pytest.raises(ChartError) as caught:
             source.download(http_remote(server), "1.0.0")
     assert caught.value.reason == BAD_CREDENTIALS and "rejected" in str(caught.value)
@@ -126,7 +135,7 @@ def test_index_decoding_keeps_only_listed_charts() -> None:
 
 def test_oci_source_pulls_exact_versions_and_ranges(tmp_path: Path, registry: Registry) -> None:
     workdir = WorkDir()
-    source = OciSource(ChartCache(tmp_path / "cache"), NOBODY, workdir)
+    source = OciSource(ChartCache(tmp_path / "cache"), NOBODY, workdir, policy=LOOPBACK)
     try:
         assert source.download(oci_remote(registry), "1.2.0").version == "1.2.0"
         ranged = source.download(oci_remote(registry), "^1.0.0")
@@ -158,7 +167,7 @@ def test_cache_source_offers_only_what_is_cached(
     with pytest.raises(ChartError) as caught:
         offline.download(http_remote(http_repo), None)
     assert caught.value.reason == NOT_CACHED and "--offline" in str(caught.value)
-    HttpSource(cache, NOBODY, timeout=10).download(http_remote(http_repo), "1.0.0")
+    HttpSource(cache, NOBODY, timeout=10, policy=LOOPBACK).download(http_remote(http_repo), "1.0.0")
     assert offline.download(http_remote(http_repo), "^1").version == "1.0.0"
 
 
@@ -166,8 +175,8 @@ def test_offline_downloads_never_reach_a_server(
     tmp_path: Path, http_repo: ChartRepository, registry: Registry
 ) -> None:
     cache = ChartCache(tmp_path / "cache")
-    http = HttpSource(cache, NOBODY, timeout=10)
-    oci = OciSource(cache, NOBODY, WorkDir())
+    http = HttpSource(cache, NOBODY, timeout=10, policy=LOOPBACK)
+    oci = OciSource(cache, NOBODY, WorkDir(), policy=LOOPBACK)
     http.download(http_remote(http_repo), "1.0.0")
     before = len(http_repo.requests)
     downloads = Downloads(cache, http=http, oci=oci, offline=True)
@@ -182,7 +191,7 @@ def test_downloads_remember_each_answer_for_the_run(
     tmp_path: Path, http_repo: ChartRepository
 ) -> None:
     cache = ChartCache(tmp_path / "cache")
-    http = HttpSource(cache, NOBODY, timeout=10)
+    http = HttpSource(cache, NOBODY, timeout=10, policy=LOOPBACK)
     downloads = Downloads(cache, http=http, oci=http, offline=False)
     for _ in range(2):
         with pytest.raises(ChartError):

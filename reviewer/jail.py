@@ -1,0 +1,98 @@
+"""The filesystem jail: every file read from a side resolves inside that side's checkout.
+
+A pull request controls the files of its checkout, symlinks included. A symlink may point
+anywhere inside the checkout; one that resolves outside it (`/proc/self/environ`, `~/.ssh`,
+another checkout) and every special file (FIFO, device, socket) is refused with an error
+naming the repository-relative path, before anything reads it. Chart directories are walked
+the same way before Helm's engine loads them (see `check_tree`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from reviewer.errors import ConfigError
+
+OUTSIDE = "is a symlink that resolves outside the repository"
+SPECIAL = "is not a regular file or directory (device, FIFO or socket)"
+_HINT = "files a review reads must live inside the repository under review"
+
+
+def resolve_file(root: Path, source: str) -> Path:
+    """The real path of the repo-relative file `source`; `ConfigError` when it resolves
+    outside `root` or is not a regular file (a missing file is returned as is)."""
+    real_root = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(root / source))
+    if not target.is_relative_to(real_root):
+        raise ConfigError(source, OUTSIDE, hint=_HINT)
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return target  # missing: the caller reports it in its own words
+    if not stat.S_ISREG(mode):
+        raise ConfigError(source, SPECIAL if not stat.S_ISDIR(mode) else "is a directory")
+    return target
+
+
+def read_text(root: Path, source: str) -> str:
+    """The UTF-8 text of the repo-relative file `source`, read only if it passes the jail."""
+    path = resolve_file(root, source)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(source, "not UTF-8 text") from None
+
+
+def check_tree(root: Path, directory: Path) -> None:
+    """Refuse a directory (a chart) holding an escaping symlink or a special file.
+
+    Follows symlinks that stay inside `root` the way Helm's loader does, directories
+    included, so every file the engine can load has been checked. `ConfigError` names the
+    first offending path relative to `root`.
+    """
+    real_root = Path(os.path.realpath(root))
+    seen: set[Path] = set()
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        real = Path(os.path.realpath(current))
+        if real in seen:
+            continue
+        seen.add(real)
+        for entry in sorted(os.scandir(current), key=lambda e: e.name):
+            path = Path(entry.path)
+            if _check_entry(path, real_root, root) and path.is_dir():
+                pending.append(path)
+
+
+def _check_entry(path: Path, real_root: Path, root: Path) -> bool:
+    """True when `path` is a directory to walk into; raises for what the jail refuses."""
+    shown = _shown(path, root)
+    target = Path(os.path.realpath(path))
+    if not target.is_relative_to(real_root):
+        raise ConfigError(shown, OUTSIDE, hint=_HINT)
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False  # a dangling link: Helm reports it
+    if stat.S_ISDIR(mode):
+        return True
+    if not stat.S_ISREG(mode):
+        raise ConfigError(shown, SPECIAL, hint=_HINT)
+    return False
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def archive_member_problem(name: str) -> str | None:
+    """Why an archive entry name is refused (absolute, `..`, backslash), or None."""
+    if name.startswith("/") or "\\" in name or ".." in name.split("/"):
+        return f"archive entry '{name}' has an absolute or '..' path"
+    return None

@@ -1,0 +1,185 @@
+"""A killable child process for everything that runs Go templates.
+
+Helm's engine runs Go in-process, where a template that loops for hours cannot be
+interrupted and one that allocates gigabytes crashes the whole interpreter. Renders
+therefore run in a long-lived spawned child (never forked: the Go runtime does not survive
+a fork) whose address space is capped with `RLIMIT_AS`; a render that runs past the time
+limit gets the child killed and replaced, one that runs out of memory takes only the child
+down. Either way the caller gets an error naming the limit and the next render goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import resource
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from reviewer.engine import HelmEngine, RenderRequest
+from reviewer.errors import ReviewerError
+from reviewer.limits import Limits
+from reviewer.workers import PARALLEL_THRESHOLD, Outcome
+
+
+class LimitExceeded(ReviewerError):
+    """A render crossed a resource limit; the message names the limit."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """What to run in the child: `kind` is `render` (a chart) or `gotmpl` (one template)."""
+
+    kind: str
+    payload: Any
+
+
+def time_limit_message(limits: Limits) -> str:
+    """The error of a render stopped at the time limit."""
+    return (
+        f"rendering exceeded the time limit of {limits.seconds:g}s and was stopped "
+        "(limits.renderSeconds in .reviewer.yaml, --render-timeout)"
+    )
+
+
+def memory_limit_message(limits: Limits) -> str:
+    """The error of a render whose worker died, almost always at the memory limit."""
+    return (
+        f"rendering exceeded the memory limit of {limits.memory_mib} MiB and was stopped "
+        "(limits.memoryMiB in .reviewer.yaml, --render-memory)"
+    )
+
+
+class Sandbox:
+    """One child process running tasks one at a time under `limits`; restarted after a kill."""
+
+    def __init__(self, limits: Limits, *, engine: str = "embedded", binary: Path | None = None):
+        self.limits = limits
+        self._engine = engine
+        self._binary = str(binary) if binary else None
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the child now (it imports the SDK while the caller does other work)."""
+        with self._lock:
+            self._ensure()
+
+    def run(self, task: Task) -> Any:
+        """The task's result; raises `LimitExceeded` when the child is stopped or dies."""
+        with self._lock:
+            conn = self._ensure()
+            conn.send(task)
+            if not conn.poll(self.limits.seconds):
+                self._stop()
+                raise LimitExceeded(time_limit_message(self.limits))
+            try:
+                return conn.recv()
+            except (EOFError, OSError):
+                self._stop()
+                raise LimitExceeded(memory_limit_message(self.limits)) from None
+
+    def close(self) -> None:
+        """Stop the child."""
+        with self._lock:
+            self._stop()
+
+    def _ensure(self) -> Connection:
+        if self._conn is not None and self._process is not None and self._process.is_alive():
+            return self._conn
+        self._stop()
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        memory = self.limits.memory_mib * 1024 * 1024
+        process = context.Process(
+            target=_serve, args=(child, memory, self._engine, self._binary), daemon=True
+        )
+        process.start()
+        child.close()
+        self._process, self._conn = process, parent
+        return parent
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.join()
+            self._process.close()
+        if self._conn is not None:
+            self._conn.close()
+        self._process, self._conn = None, None
+
+
+def _serve(conn: Connection, memory: int, engine: str, binary: str | None) -> None:
+    """The child: cap the address space, then answer tasks until the pipe closes."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    from reviewer import sandbox_tasks
+
+    handler = sandbox_tasks.Handler(engine, binary)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        conn.send(handler.handle(task))
+
+
+class SandboxPool:
+    """Renders requests in `jobs` sandboxes (one for small batches), under `limits`.
+
+    Small batches use one child, started when the pool opens so that it loads while the
+    fleet is planned; more start on the first large batch.
+    """
+
+    def __init__(
+        self, engine: HelmEngine, *, jobs: int, binary: Path | None, limits: Limits
+    ) -> None:
+        self.engine_id = f"{engine.name}/{engine.version}"
+        self.limits = limits
+        self._sandboxes = [
+            Sandbox(limits, engine=engine.name, binary=binary) for _ in range(max(jobs, 1))
+        ]
+        self._sandboxes[0].start()
+
+    def render(self, requests: Sequence[RenderRequest]) -> Iterator[tuple[int, Outcome]]:
+        """Render every request; yields (index, outcome) as each finishes."""
+        workers = self._sandboxes if len(requests) >= PARALLEL_THRESHOLD else self._sandboxes[:1]
+        if len(workers) == 1:
+            for index, request in enumerate(requests):
+                yield index, self._render(workers[0], request)
+            return
+        free: queue.SimpleQueue[Sandbox] = queue.SimpleQueue()
+        for sandbox in workers:
+            free.put(sandbox)
+        with ThreadPoolExecutor(max_workers=len(workers)) as executor:
+            futures = {
+                executor.submit(self._render_with, free, request): index
+                for index, request in enumerate(requests)
+            }
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    def _render_with(self, free: queue.SimpleQueue[Sandbox], request: RenderRequest) -> Outcome:
+        sandbox = free.get()
+        try:
+            return self._render(sandbox, request)
+        finally:
+            free.put(sandbox)
+
+    def _render(self, sandbox: Sandbox, request: RenderRequest) -> Outcome:
+        try:
+            outcome: Outcome = sandbox.run(Task("render", (request, self.limits.output_mib)))
+        except LimitExceeded as error:
+            return Outcome(None, error=error.message)
+        return outcome
+
+    def close(self) -> None:
+        """Stop every child."""
+        for sandbox in self._sandboxes:
+            sandbox.close()

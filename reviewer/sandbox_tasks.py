@@ -1,0 +1,64 @@
+"""What the sandbox child runs (see `reviewer.sandbox`): chart renders and Go templates.
+
+Imported only inside the child, after its memory cap is set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import helm_python
+
+from reviewer.engine import HelmEngine, RenderRequest, make_engine
+from reviewer.errors import ReviewerError
+from reviewer.gotmpl import render_template
+from reviewer.sandbox import Task
+from reviewer.workers import Outcome, manifests
+
+
+def output_limit_message(limit_mib: int) -> str:
+    """The error of a release whose manifests are larger than the output limit."""
+    return (
+        f"rendered output exceeds the output limit of {limit_mib} MiB "
+        "(limits.outputMiB in .reviewer.yaml, --render-output)"
+    )
+
+
+class Handler:
+    """The child's state: one Helm engine and the Go template charts already loaded."""
+
+    def __init__(self, engine: str, binary: str | None) -> None:
+        self._engine: HelmEngine = make_engine(engine, binary=Path(binary) if binary else None)
+        self._templates: dict[str, helm_python.Chart] = {}
+
+    def handle(self, task: Task) -> Any:
+        """Run one task; every failure comes back as a value, never as a dead child."""
+        try:
+            if task.kind == "render":
+                request, output_mib = task.payload
+                return self._render(request, output_mib)
+            text, values = task.payload
+            return render_template(self._templates, text, values)
+        except MemoryError:
+            return _failed(task, "rendering ran out of memory (limits.memoryMiB)")
+        except RecursionError:
+            return _failed(task, "rendered output nests too deeply")
+
+    def _render(self, request: RenderRequest, output_mib: int) -> Outcome:
+        try:
+            info = self._engine.chart_info(request.chart)
+            rendered = self._engine.render(request)
+        except ReviewerError as error:
+            return Outcome(None, error=error.render())
+        size = sum(len(text) for text in rendered.values())
+        if size > output_mib * 1024 * 1024:
+            return Outcome(None, error=output_limit_message(output_mib))
+        try:
+            return Outcome(info, tuple(manifests(rendered)))
+        except ReviewerError as error:
+            return Outcome(None, error=error.render())
+
+
+def _failed(task: Task, message: str) -> Any:
+    return Outcome(None, error=message) if task.kind == "render" else ("error", message)

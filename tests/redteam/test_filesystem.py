@@ -1,0 +1,89 @@
+"""Red team, filesystem: nothing outside the checkout reaches a render (issue #12 item 3)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import Repo
+
+from reviewer.model import Snapshot
+
+DEPLOYMENT = "deployments/g/c/apps/d/deployment.yaml"
+
+
+def _errors(snapshot: Snapshot) -> str:
+    return "\n".join(r.error or "" for r in snapshot.releases)
+
+
+def _text(snapshot: Snapshot) -> str:
+    return repr([r.resources for r in snapshot.releases]) + _errors(snapshot)
+
+
+def test_chart_file_symlinked_to_proc_environ_is_refused(repo: Repo) -> None:
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    repo.write(
+        "charts/dump/templates/env.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: env}\n"
+        'data: {env: {{ .Files.Get "files/env" | b64enc | quote }}}\n',
+    )
+    (repo.root / "charts/dump/files").mkdir()
+    os.symlink("/proc/self/environ", repo.root / "charts/dump/files/env")
+    snapshot = repo.render()
+    assert "charts/dump/files/env" in _errors(snapshot)
+    assert "outside the repository" in _errors(snapshot)
+    assert all(not r.resources for r in snapshot.releases)
+
+
+def test_values_file_symlinked_outside_is_refused(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("stolen: outside-secret-text\n")
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    os.symlink(outside, repo.root / "deployments/g/c/apps/d/values.yaml")
+    snapshot = repo.render()
+    assert "deployments/g/c/apps/d/values.yaml" in _errors(snapshot)
+    assert "outside-secret-text" not in _text(snapshot)
+
+
+def test_cluster_directory_symlinked_outside_is_refused(repo: Repo, tmp_path: Path) -> None:
+    elsewhere = Repo(tmp_path / "elsewhere")
+    elsewhere.write("apps/d/deployment.yaml", "apps: [{template: app}]\n")
+    elsewhere.write("cluster.values.yaml", "stolen: cluster-outside-text\n")
+    repo.write("deployments/g/keep.values.yaml", "x: 1\n")
+    os.symlink(elsewhere.root, repo.root / "deployments/g/c")
+    snapshot = repo.render()
+    assert "outside the repository" in _errors(snapshot)
+    assert "cluster-outside-text" not in _text(snapshot)
+
+
+def test_templates_directory_symlinked_outside_is_refused(repo: Repo, tmp_path: Path) -> None:
+    elsewhere = Repo(tmp_path / "tpl")
+    elsewhere.write(
+        "app/helmfile.yaml", "releases: [{name: stolen-outside, chart: ../../charts/dump}]\n"
+    )
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    for child in (repo.root / "templates").iterdir():
+        for file in child.iterdir():
+            file.unlink()
+        child.rmdir()
+    (repo.root / "templates").rmdir()
+    os.symlink(elsewhere.root, repo.root / "templates")
+    snapshot = repo.render()
+    assert "outside the repository" in _errors(snapshot)
+    assert "stolen-outside" not in repr([r.id for r in snapshot.releases])
+
+
+def test_fifo_in_chart_is_refused_without_hanging(repo: Repo) -> None:
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    os.mkfifo(repo.root / "charts/dump/files.pipe")
+    snapshot = repo.render()
+    assert "charts/dump/files.pipe" in _errors(snapshot)
+    assert "not a regular file" in _errors(snapshot)
+
+
+def test_symlink_inside_the_checkout_is_fine(repo: Repo) -> None:
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    repo.write("shared/extra.txt", "hello\n")
+    os.symlink("../../shared/extra.txt", repo.root / "charts/dump/extra.txt")
+    snapshot = repo.render()
+    assert _errors(snapshot) == ""

@@ -1,0 +1,78 @@
+"""Red team, resources: loops, allocations and deep nesting fail one release (issue #12 item 5)."""
+
+from __future__ import annotations
+
+from conftest import Repo
+
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.limits import LimitFlags, Limits
+from reviewer.model import Snapshot
+from reviewer.side import SideOptions, Tooling, open_tooling, render_side
+
+
+def _render(repo: Repo, limits: LimitFlags) -> Snapshot:
+    tooling = Tooling(limits=limits)
+    with open_tooling(tooling) as tools:
+        return render_side(
+            repo.root,
+            options=SideOptions(),
+            tools=tools,
+            renderer=TemplateRenderer(limits.over(Limits())),
+        ).snapshot
+
+
+def _two_releases(repo: Repo, hostile: str) -> Repo:
+    repo.write("charts/bad/Chart.yaml", "apiVersion: v2\nname: bad\nversion: 1.0.0\n")
+    repo.write("charts/bad/templates/x.yaml", hostile)
+    repo.write(
+        "templates/app/helmfile.yaml.gotmpl",
+        "releases:\n  - {name: good, chart: ../../charts/dump}\n"
+        "  - {name: bad, chart: ../../charts/bad}\n",
+    )
+    return repo.write("deployments/g/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
+
+
+def _by_name(snapshot: Snapshot) -> dict[str, str | None]:
+    return {r.id.release: r.error for r in snapshot.releases}
+
+
+def test_endless_loop_is_stopped_at_the_time_limit(repo: Repo) -> None:
+    hostile = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
+    snapshot = _render(_two_releases(repo, hostile), LimitFlags(seconds=3))
+    errors = _by_name(snapshot)
+    assert errors["good"] is None
+    assert "time limit of 3s" in (errors["bad"] or "")
+
+
+def test_huge_allocation_is_stopped_at_the_memory_or_output_limit(repo: Repo) -> None:
+    hostile = 'a: {{ "x" | repeat 400000000 }}\n'
+    snapshot = _render(_two_releases(repo, hostile), LimitFlags(memory_mib=1024, output_mib=8))
+    errors = _by_name(snapshot)
+    assert errors["good"] is None
+    assert "limit" in (errors["bad"] or "")
+
+
+def test_output_limit(repo: Repo) -> None:
+    hostile = 'a: {{ "x" | repeat 3000000 }}\n'
+    snapshot = _render(_two_releases(repo, hostile), LimitFlags(output_mib=1))
+    errors = _by_name(snapshot)
+    assert errors["good"] is None
+    assert "output limit of 1 MiB" in (errors["bad"] or "")
+
+
+def test_values_nested_1500_levels_is_a_depth_error(repo: Repo) -> None:
+    deep = "".join("  " * i + "k:\n" for i in range(1500)) + "  " * 1500 + "v: 1\n"
+    repo.write("deployments/g/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
+    repo.write("deployments/g/c/apps/d/values.yaml", deep)
+    snapshot = _render(repo, LimitFlags())
+    assert "depth limit" in "".join(r.error or "" for r in snapshot.releases)
+
+
+def test_endless_loop_in_app_template_is_stopped(repo: Repo) -> None:
+    repo.write(
+        "templates/app/helmfile.yaml.gotmpl",
+        "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}releases: []\n",
+    )
+    repo.write("deployments/g/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
+    snapshot = _render(repo, LimitFlags(seconds=3))
+    assert "time limit of 3s" in "".join(r.error or "" for r in snapshot.releases)
