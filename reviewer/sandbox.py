@@ -117,11 +117,13 @@ class Sandbox:
 
 
 def _serve(conn: Connection, memory: int, engine: str, binary: str | None) -> None:
-    """The child: cap the address space, then answer tasks until the pipe closes."""
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    """The child: load the engine, cap the address space, then answer tasks until EOF."""
+    # The Go runtime reserves address space when the SDK loads; capping after that makes
+    # the limit bound what renders allocate, not whether the child can start at all.
     from reviewer import sandbox_tasks
 
     handler = sandbox_tasks.Handler(engine, binary)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     while True:
         try:
             task = conn.recv()
