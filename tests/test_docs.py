@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Spelled in pieces so that this file does not match itself.
-OUTSIDE = re.compile("|".join(re.escape(p) for p in ("../" + "shared", "/work/" + "shared")))
+# `../shared` as a directory (the steering folder beside the checkout), not `../shared.yaml`.
+OUTSIDE = re.compile(r"(?:\.\./|/work/)" + "shared" + r"(?![\w.-])")
 DESIGN_DOC = re.compile(r"\bdesign" + r"\.md\b")  # no such file in the project
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")

@@ -83,7 +83,7 @@ def test_fifo_in_chart_is_refused_without_hanging(repo: Repo) -> None:
 
 def test_symlink_inside_the_checkout_is_fine(repo: Repo) -> None:
     repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
-    repo.write("shared/extra.txt", "hello\n")
-    os.symlink("../../shared/extra.txt", repo.root / "charts/dump/extra.txt")
+    repo.write("common/extra.txt", "hello\n")
+    os.symlink("../../common/extra.txt", repo.root / "charts/dump/extra.txt")
     snapshot = repo.render()
     assert _errors(snapshot) == ""
