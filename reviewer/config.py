@@ -6,6 +6,8 @@ Keys (all optional):
     Definitions root, relative to the repository (default `deployments`).
 `templates`
     App templates root (default `templates`).
+`variant`
+    ATLAS's `atlas.variant`, also the `variant` release label (default `default`).
 `noise`
     Noise rules: `labels`, `annotations`, `paths`, `kinds` (see reviewer/noise.py
     and README.md).
@@ -34,7 +36,7 @@ from reviewer.noise import NoiseRules
 from reviewer.paths import inside
 
 CONFIG_FILE = ".reviewer.yaml"
-_KEYS = ("definitions", "templates", "noise", "limits", "charts")
+_KEYS = ("definitions", "templates", "variant", "noise", "limits", "charts")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
     layout = Layout(
         definitions=decode.optional(data, "definitions", top, _directory, Layout.definitions),
         templates=decode.optional(data, "templates", top, _directory, Layout.templates),
+        variant=decode.optional(data, "variant", top, _variant, Layout.variant),
     )
     noise = decode.optional_map(data, "noise", top)
     return RepoConfig(
@@ -78,6 +81,7 @@ def with_overrides(config: RepoConfig, *, definitions: str | None, templates: st
     return Layout(
         definitions=definitions or config.layout.definitions,
         templates=templates or config.layout.templates,
+        variant=config.layout.variant,
     )
 
 
@@ -86,3 +90,7 @@ def _directory(value: object, at: decode.Field) -> str:
     if not text or text.startswith("/") or ".." in text.split("/"):
         raise at.error("must be a relative directory inside the repository")
     return text.strip("/")
+
+
+def _variant(value: object, at: decode.Field) -> str:
+    return decode.text(value, at) or Layout.variant

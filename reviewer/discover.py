@@ -64,6 +64,8 @@ class Layout:
 
     definitions: str = "deployments"
     templates: str = "templates"
+    variant: str = "default"
+    """ATLAS's `atlas.variant` (and `variant` label): several ATLAS setups on one cluster."""
 
 
 @dataclass(frozen=True)

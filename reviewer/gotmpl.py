@@ -5,6 +5,10 @@ gets exactly Helm's function set (sprig, toYaml, required, tpl, ...) and
 nothing else: helmfile's `exec`, `readFile`, `env` and friends do not exist
 there, which is what keeps rendering from running commands or reading the
 environment.
+
+Every template sees ATLAS's context: the values as `.Values` and also bare
+(`{{ .key }}` is `{{ .Values.key }}`), plus `.Release` (the release's name,
+namespace, labels and chart once known, empty strings before).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import re
 import tarfile
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import helm_python
@@ -26,9 +31,22 @@ from reviewer.sandbox import LimitExceeded, Sandbox, Task
 _CHART = "gotmpl"
 _TEMPLATE = "templates/source"
 _INTERNAL_NAME = f"{_CHART}/{_TEMPLATE}"
+# Text with `define` blocks cannot sit inside `with`; it becomes a partial rendered by include.
+_PARTIAL = "templates/_source.tpl"
+_PARTIAL_NAME = f"{_CHART}/{_PARTIAL}"
+_INCLUDE_PARTIAL = f'{{{{ include "{_PARTIAL_NAME}" .Values }}}}'.encode()
+_DEFINE = re.compile(r"\{\{-?\s*(define|block)\b")
+# `.` becomes the context; the wrapper adds no line, so error lines stay the file's lines.
+_OPEN_CONTEXT = "{{ with .Values }}"
+_CLOSE_CONTEXT = "{{ end }}"
 _CHART_YAML = b"apiVersion: v2\nname: gotmpl\nversion: 0.0.0\n"
 _UNDEFINED_FUNCTION = re.compile(r'function "([^"]+)" not defined')
-_POSITION = re.compile(re.escape(_INTERNAL_NAME) + r":(\d+)(?::\d+)?")
+_POSITION = re.compile(
+    "(?:" + re.escape(_PARTIAL_NAME) + "|" + re.escape(_INTERNAL_NAME) + r"):(\d+)(?::\d+)?"
+)
+_INCLUDE_WRAPPER = re.compile(r"^.*error calling include: ", re.DOTALL)
+NO_RELEASE: dict[str, Any] = {"Name": "", "Namespace": ""}
+"""`.Release` before the release exists (ATLAS's placeholder while building state)."""
 
 # Functions helmfile adds on top of Helm's; named in errors so users know why.
 HELMFILE_ONLY_FUNCTIONS = frozenset(
@@ -53,9 +71,13 @@ HELMFILE_ONLY_FUNCTIONS = frozenset(
 
 
 def _archive(text: str) -> bytes:
+    if _DEFINE.search(text):
+        files = [(_PARTIAL, text.encode()), (_TEMPLATE, _INCLUDE_PARTIAL)]
+    else:
+        files = [(_TEMPLATE, f"{_OPEN_CONTEXT}{text}{_CLOSE_CONTEXT}".encode())]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in (("Chart.yaml", _CHART_YAML), (_TEMPLATE, text.encode())):
+        for name, data in (("Chart.yaml", _CHART_YAML), *files):
             info = tarfile.TarInfo(f"{_CHART}/{name}")
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
@@ -74,16 +96,25 @@ class TemplateRenderer:
         self._sandbox = Sandbox(limits or Limits())
         weakref.finalize(self, self._sandbox.close)
 
-    def render(self, text: str, *, values: dict[str, Any], source: str) -> str:
-        """Render `text` with `.Values` = `values`; errors name `source` and the line."""
+    def render(
+        self,
+        text: str,
+        *,
+        values: dict[str, Any],
+        source: str,
+        release: Mapping[str, Any] = NO_RELEASE,
+    ) -> str:
+        """Render `text` in ATLAS's context; errors name `source` and the line.
+
+        `.Values` and the bare top level are `values`; `.Release` is `release`.
+        """
         if "{{" not in text:
             return text
-        key = hashlib.sha256(
-            text.encode() + b"\0" + json.dumps(values, sort_keys=True, default=str).encode()
-        ).hexdigest()
+        payload = json.dumps([values, release], sort_keys=True, default=str)
+        key = hashlib.sha256(text.encode() + b"\0" + payload.encode()).hexdigest()
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._render(text, values=values, source=source)
+            cached = self._render(text, values=context_of(values, release), source=source)
             self._cache[key] = cached
         return cached
 
@@ -115,10 +146,24 @@ def render_template(
         if chart is None:
             chart = helm_python.Chart.load_archive(_archive(text))
             charts[text] = chart
-        rendered = chart.render(values=values, name="gotmpl", namespace="default")
+        # `$` is Helm's own top level: its `.Release` should name the same release.
+        release = values.get("Release") or {}
+        rendered = chart.render(
+            values=values,
+            name=str(release.get("Name") or _CHART),
+            namespace=str(release.get("Namespace") or "default"),
+        )
     except helm_python.HelmError as exc:
         return "error", str(exc)
     return "ok", rendered.get(_INTERNAL_NAME, "")
+
+
+def context_of(values: Mapping[str, Any], release: Mapping[str, Any]) -> dict[str, Any]:
+    """ATLAS's template context: values bare, again under `Values`, and `Release`.
+
+    `Values` is a copy, not a self-reference, so the context stays serialisable.
+    """
+    return {**values, "Values": dict(values), "Release": dict(release)}
 
 
 def _template_error(detail: str, source: str) -> ConfigError:
@@ -136,6 +181,8 @@ def _template_error(detail: str, source: str) -> ConfigError:
                 "reads files or the environment; pass the value through values files instead",
             )
         return ConfigError(source, f"template function '{function}' is not defined", line=line)
-    message = _POSITION.sub(source, detail).replace(_INTERNAL_NAME, source)
+    message = _INCLUDE_WRAPPER.sub("", detail)
+    message = _POSITION.sub(source, message).replace(_PARTIAL_NAME, source)
+    message = message.replace(_INTERNAL_NAME, source)
     message = " ".join(message.split())
     return ConfigError(source, f"template error: {message}", line=line)

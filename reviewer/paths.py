@@ -8,13 +8,24 @@ from pathlib import Path
 
 from reviewer.errors import ConfigError
 
+CHECKOUT_ROOT = "/repo"
+"""The absolute path templates see as the repository root (`atlas.cwd`).
+
+A fixed stand-in, not the checkout's real location: rendered output (and any
+checksum a chart computes over its values) must not depend on where the
+checkout lives. Paths under it resolve inside the checkout like relative ones.
+"""
+
 
 def inside(root: Path, base: str, relative: str, *, file: str, field: str) -> str:
     """Resolve `relative` against the repo-relative directory `base`; refuse escapes.
 
     Returns the repository-relative POSIX path. Symlinks are resolved first, so a
-    link pointing outside the repository is refused too.
+    link pointing outside the repository is refused too. An absolute path under
+    `CHECKOUT_ROOT` (built from `atlas.cwd`) is taken from the repository root.
     """
+    if relative == CHECKOUT_ROOT or relative.startswith(CHECKOUT_ROOT + "/"):
+        base, relative = ".", relative[len(CHECKOUT_ROOT) :].lstrip("/") or "."
     if Path(relative).is_absolute():
         raise ConfigError(
             file,

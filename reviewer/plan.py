@@ -22,6 +22,7 @@ from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId
+from reviewer.paths import CHECKOUT_ROOT
 from reviewer.templates import ChartRef, Instance, ReleaseSpec
 from reviewer.values import Layer, Values, ValuesEntry, ValuesLoader
 
@@ -143,7 +144,9 @@ class Planner:
                     root=self.fleet.root,
                     source=templates[app.template],
                     instance=instance,
-                    context=values_mod.with_atlas(hierarchy.values, instance_atlas),
+                    context=values_mod.with_atlas(
+                        _template_context(app, hierarchy.values), instance_atlas
+                    ),
                     renderer=self.renderer,
                 )
             except ReviewerError as error:
@@ -241,7 +244,20 @@ class Planner:
             *((entry, "template secrets", True) for entry in release.secrets),
             *((entry, "instance secrets", True) for entry in app.secrets),
         ]
-        layers = self.loader.release_layers(entries, hierarchy=hierarchy.values, atlas=atlas)
+        labels = {
+            **release.labels,
+            **app.labels,
+            **_standard_labels(cluster, deployment, app, self.fleet.layout.variant),
+        }
+        release_context = _release_context(release, labels)
+        hierarchy = self._hierarchy_for(hierarchy, atlas, release_context)
+        layers = self.loader.release_layers(
+            entries,
+            hierarchy=hierarchy.values,
+            atlas=atlas,
+            release=release_context,
+            instance_values=values_mod.inline(app.values),
+        )
         final = values_mod.with_atlas(
             values_mod.merge(values_mod.combine(layers), hierarchy.values), atlas
         )
@@ -258,7 +274,7 @@ class Planner:
             namespace=release.namespace,
             chart=release.chart,
             version=release.version,
-            labels={**release.labels, **app.labels, **_standard_labels(cluster, deployment, app)},
+            labels=labels,
             values=final,
             layers=(*layers, *hierarchy.layers),
             inputs=frozenset(inputs),
@@ -268,21 +284,32 @@ class Planner:
             helm_command=self._helm_command(cluster, deployment, release),
         )
 
+    def _hierarchy_for(
+        self, hierarchy: Hierarchy, atlas: Values, release: dict[str, Any]
+    ) -> Hierarchy:
+        """The hierarchy as this release sees it (`.gotmpl` files may use `.Release`)."""
+        layers = tuple(self.loader.for_release(hierarchy.layers, atlas=atlas, release=release))
+        if layers == hierarchy.layers:
+            return hierarchy
+        return Hierarchy(layers, values_mod.combine(layers))
+
     def _atlas(self, cluster: Cluster, deployment: DeploymentDir) -> Values:
-        # Paths are repository-relative so that two checkouts of the same commit
-        # (base and head worktrees) render identically.
+        # Absolute paths start at the fixed CHECKOUT_ROOT, not the checkout's real
+        # location, so two checkouts of one commit (base and head worktrees) render
+        # identically; paths built from it still resolve inside the checkout.
         info: dict[str, Any] = {
             "cluster": cluster.path,
             "clusterName": cluster.name,
             "deploymentName": deployment.name,
-            "deploymentPath": deployment.path,
+            "deploymentPath": f"{CHECKOUT_ROOT}/{deployment.path}/{DEPLOYMENT_FILE}",
         }
         if cluster.group is not None:
             info["clusterGroup"] = cluster.group
         return {
-            "cwd": ".",
+            "cwd": CHECKOUT_ROOT,
             "appTemplates": self.fleet.layout.templates,
             "deploymentDefinitions": self.fleet.layout.definitions,
+            "variant": self.fleet.layout.variant,
             "deployment": info,
         }
 
@@ -316,6 +343,26 @@ def _atlas_instance(instance: Instance) -> dict[str, Any]:
     return {"template": instance.template, "name": instance.name, "namespace": instance.namespace}
 
 
+def _template_context(app: AppSpec, hierarchy: Values) -> Values:
+    """What an app template sees: the instance's inline values under the hierarchy.
+
+    As in ATLAS, instance values files are left out (they may need `.Release`,
+    which only exists once the template has named the release).
+    """
+    return values_mod.merge(values_mod.inline(app.values), hierarchy)
+
+
+def _release_context(release: ReleaseSpec, labels: dict[str, str]) -> dict[str, Any]:
+    """helmfile's `.Release` in values templates: name, namespace, labels, chart."""
+    return {
+        "Name": release.name,
+        "Namespace": release.namespace,
+        "Labels": labels,
+        "Chart": release.chart.ref,
+        "KubeContext": "",
+    }
+
+
 def _set_entry(release: ReleaseSpec) -> ValuesEntry:
     return ValuesEntry(
         declared_in=release.source,
@@ -325,13 +372,16 @@ def _set_entry(release: ReleaseSpec) -> ValuesEntry:
     )
 
 
-def _standard_labels(cluster: Cluster, deployment: DeploymentDir, app: AppSpec) -> dict[str, str]:
+def _standard_labels(
+    cluster: Cluster, deployment: DeploymentDir, app: AppSpec, variant: str
+) -> dict[str, str]:
     labels = {
         "cluster": cluster.path,
         "clusterName": cluster.name,
         "deploymentName": deployment.name,
         "template": app.template,
         "instance": app.name,
+        "variant": variant,
     }
     if cluster.group is not None:
         labels["clusterGroup"] = cluster.group

@@ -242,8 +242,9 @@ def _release(
         secrets=_entries(data, "secrets", at, root=root, template_dir=template_dir),
         set_values=_set_values(data, at),
         labels={**common_labels, **labels},
+        # ATLAS defaults it to true when absent and keeps a user-set true or false.
         skip_schema_validation=decode.optional(
-            data, "skipSchemaValidation", at, decode.boolean, False
+            data, "skipSchemaValidation", at, decode.boolean, True
         ),
         source=source,
         field=at.name,

@@ -9,14 +9,14 @@ or redaction) plugs in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from reviewer import jail, yamlio
 from reviewer.discover import Cluster, DeploymentDir
 from reviewer.errors import ConfigError
-from reviewer.gotmpl import TemplateRenderer
+from reviewer.gotmpl import NO_RELEASE, TemplateRenderer
 from reviewer.paths import inside
 
 ATLAS = "atlas"
@@ -89,8 +89,16 @@ class ValuesLoader:
     root: Path
     templates: TemplateRenderer
     secrets: SecretsLoader
+    _release_aware: dict[str, bool] = field(default_factory=dict)
 
-    def load_file(self, source: str, *, context: Values, secret: bool) -> Values:
+    def load_file(
+        self,
+        source: str,
+        *,
+        context: Values,
+        secret: bool,
+        release: Mapping[str, Any] = NO_RELEASE,
+    ) -> Values:
         """Load one repo-relative values file; `.gotmpl` files see `context` as `.Values`."""
         jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
         path = self.root / source
@@ -98,8 +106,36 @@ class ValuesLoader:
             return self.secrets.load(path, source=source)
         text = yamlio.read_text(path, source=source)
         if source.endswith(GOTMPL_SUFFIX):
-            text = self.templates.render(text, values=context, source=source)
+            text = self.templates.render(text, values=context, source=source, release=release)
         return yamlio.load_mapping(text, source=source)
+
+    def for_release(
+        self, layers: Iterable[Layer], *, atlas: Values, release: Mapping[str, Any]
+    ) -> list[Layer]:
+        """Hierarchy layers as one release sees them: `.gotmpl` files using `.Release` re-rendered.
+
+        ATLAS walks the hierarchy again per release with the real `.Release`; files
+        that do not mention it render the same, so their first rendering is kept.
+        """
+        result: list[Layer] = []
+        merged: Values = {}
+        for layer in layers:
+            if self._uses_release(layer.source):
+                context = with_atlas(merged, atlas)
+                values = self.load_file(layer.source, context=context, secret=False, release=release)
+                layer = Layer(layer.source, layer.level, values, secret=layer.secret)
+            result.append(layer)
+            merged = merge(merged, layer.values)
+        return result
+
+    def _uses_release(self, source: str) -> bool:
+        if not source.endswith(GOTMPL_SUFFIX):
+            return False
+        known = self._release_aware.get(source)
+        if known is None:
+            known = ".Release" in yamlio.read_text(self.root / source, source=source)
+            self._release_aware[source] = known
+        return known
 
     def hierarchy(
         self, cluster: Cluster, deployment: DeploymentDir, *, atlas: Values, plain_only: bool
@@ -125,22 +161,36 @@ class ValuesLoader:
         *,
         hierarchy: Values,
         atlas: Values,
+        release: Mapping[str, Any] = NO_RELEASE,
+        instance_values: Values | None = None,
     ) -> list[Layer]:
         """Load release-level entries (template/instance values, then secrets) in order.
 
-        Each `.gotmpl` file sees atlas + what was merged so far, overlaid by the hierarchy.
+        Each `.gotmpl` file sees atlas + what was merged so far, overlaid by the
+        hierarchy, and `release` as `.Release`; template-level files also see the
+        instance's inline values under the hierarchy, as in ATLAS.
         """
         layers: list[Layer] = []
         merged: Values = {}
         for entry, level, secret in entries:
-            context = with_atlas(merge(merged, hierarchy), atlas)
-            values = self._load_entry(entry, context=context, secret=secret)
+            seen = merged
+            if instance_values and level.startswith("template"):
+                seen = merge(merged, instance_values)
+            context = with_atlas(merge(seen, hierarchy), atlas)
+            values = self._load_entry(entry, context=context, secret=secret, release=release)
             source = entry.file or f"{entry.declared_in} {entry.field}"
             layers.append(Layer(source, level, values, secret=secret))
             merged = merge(merged, values)
         return layers
 
-    def _load_entry(self, entry: ValuesEntry, *, context: Values, secret: bool) -> Values:
+    def _load_entry(
+        self,
+        entry: ValuesEntry,
+        *,
+        context: Values,
+        secret: bool,
+        release: Mapping[str, Any] = NO_RELEASE,
+    ) -> Values:
         if entry.inline is not None:
             return entry.inline
         assert entry.file is not None
@@ -151,7 +201,16 @@ class ValuesLoader:
                 field=entry.field,
                 hint="paths are relative to the file that lists them",
             )
-        return self.load_file(entry.file, context=context, secret=secret)
+        return self.load_file(entry.file, context=context, secret=secret, release=release)
+
+
+def inline(entries: Iterable[ValuesEntry]) -> Values:
+    """The inline maps among `entries`, merged in order (files are left out)."""
+    merged: Values = {}
+    for entry in entries:
+        if entry.inline is not None:
+            merged = merge(merged, entry.inline)
+    return merged
 
 
 def combine(layers: Iterable[Layer]) -> Values:

@@ -47,7 +47,7 @@ def test_atlas_names_cluster_group_and_standalone(repo: Repo) -> None:
         "clusterName": "eu-1",
         "clusterGroup": "region/prod",
         "deploymentName": "d",
-        "deploymentPath": "deployments/apps/d",
+        "deploymentPath": "/repo/deployments/apps/d/deployment.yaml",
     }
     solo = received_values(snapshot, "solo", "d", "app")["atlas"]["deployment"]
     assert "clusterGroup" not in solo

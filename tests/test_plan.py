@@ -23,6 +23,7 @@ def test_every_cluster_gets_a_release_per_deployment_with_identity_and_labels(
         "deploymentName": "web",
         "template": "app",
         "instance": "app",
+        "variant": "default",
     }
     assert "clusterGroup" not in plans[ReleaseId("solo", "web", "app")].labels
     assert grouped.namespace == "default"
@@ -47,7 +48,7 @@ def test_final_values_merge_hierarchy_over_release_layers_and_carry_the_atlas(
         "cluster": "prod/eu",
         "clusterName": "eu",
         "deploymentName": "web",
-        "deploymentPath": "deployments/prod/eu/apps/web",
+        "deploymentPath": "/repo/deployments/prod/eu/apps/web/deployment.yaml",
         "clusterGroup": "prod",
     }
     assert plan.values["atlas"]["instance"] == {

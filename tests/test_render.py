@@ -136,6 +136,7 @@ def test_render_command_writes_one_normalized_file_per_object(fleet: Repo, tmp_p
             "deploymentName": "shop",
             "template": "web",
             "instance": "web",
+            "variant": "default",
         },
         "status": "rendered",
         "resources": 3,
@@ -223,6 +224,11 @@ def test_schema_validation_and_skip(repo: Repo) -> None:
     )
     repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: app}]\n")
     repo.write("deployments/c/cluster.values.yaml", "replicas: many\n")
+    # ATLAS defaults skipSchemaValidation to true; a user-set false is kept.
+    repo.write(
+        "templates/app/helmfile.yaml.gotmpl",
+        "releases: [{name: app, chart: ../../charts/dump, skipSchemaValidation: false}]\n",
+    )
     rendered = release(repo.render(), "c", "a", "app")
     assert rendered.error is not None and "replicas" in rendered.error
     repo.write(

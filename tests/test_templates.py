@@ -90,6 +90,7 @@ def test_labels_standard_common_release_and_app(repo: Repo) -> None:
         "deploymentName": "shop",
         "template": "team/web",
         "instance": "blue",
+        "variant": "default",
     }
 
 

@@ -152,7 +152,7 @@ def test_atlas_cannot_be_overridden_by_values(repo: Repo) -> None:
     repo.write("deployments/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
     repo.write("deployments/c/cluster.values.yaml", "atlas: {cwd: /evil, injected: true}\n")
     atlas = received_values(repo.render(), "c", "d", "app")["atlas"]
-    assert atlas["cwd"] == "."
+    assert atlas["cwd"] == "/repo"
     assert "injected" not in atlas
     assert atlas["instance"] == {"template": "app", "name": "app", "namespace": None}
     assert atlas["appTemplates"] == "templates"
