@@ -109,12 +109,42 @@ def integer(value: object, at: Field, *, minimum: int | None = None) -> int:
 
 
 def text(value: object, at: Field) -> str:
-    """A scalar read as text, as Go YAML reads one into a string field (`1.2` -> "1.2")."""
+    """A scalar as text, as ATLAS passes it on: Go's `true`, numbers as Go's float64 (`1e+06`)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return go_number(value)
     raise at.error("must be a string (or a number), not a map or list")
+
+
+def go_number(value: float) -> str:
+    """A number as Go prints a float64 (`%v`, shortest): 3, 0.1, 1e+06, 1.5e-07.
+
+    ATLAS reads its files with `fromYaml`, so every number is a float64 when it
+    is written back out for helmfile.
+    """
+    number = float(value)
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    mantissa, _, exponent = f"{abs(number)!r}".partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    point = len(whole.lstrip("0")) + int(exponent or 0)
+    if not whole.lstrip("0"):
+        point -= len(fraction) - len(fraction.lstrip("0"))
+    digits = digits.rstrip("0")
+    power = point - 1
+    if power < -4 or power >= 6:
+        tail = f".{digits[1:]}" if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{tail}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def text_map(value: object, at: Field) -> dict[str, str]:

@@ -122,7 +122,9 @@ class ValuesLoader:
         for layer in layers:
             if self._uses_release(layer.source):
                 context = with_atlas(merged, atlas)
-                values = self.load_file(layer.source, context=context, secret=False, release=release)
+                values = self.load_file(
+                    layer.source, context=context, secret=False, release=release
+                )
                 layer = Layer(layer.source, layer.level, values, secret=layer.secret)
             result.append(layer)
             merged = merge(merged, layer.values)
