@@ -288,9 +288,9 @@ class Planner:
         self, hierarchy: Hierarchy, atlas: Values, release: dict[str, Any]
     ) -> Hierarchy:
         """The hierarchy as this release sees it (`.gotmpl` files may use `.Release`)."""
-        layers = tuple(self.loader.for_release(hierarchy.layers, atlas=atlas, release=release))
-        if layers == hierarchy.layers:
+        if not any(self.loader.uses_release(layer.source) for layer in hierarchy.layers):
             return hierarchy
+        layers = tuple(self.loader.for_release(hierarchy.layers, atlas=atlas, release=release))
         return Hierarchy(layers, values_mod.combine(layers))
 
     def _atlas(self, cluster: Cluster, deployment: DeploymentDir) -> Values:

@@ -120,7 +120,7 @@ class ValuesLoader:
         result: list[Layer] = []
         merged: Values = {}
         for layer in layers:
-            if self._uses_release(layer.source):
+            if self.uses_release(layer.source):
                 context = with_atlas(merged, atlas)
                 values = self.load_file(
                     layer.source, context=context, secret=False, release=release
@@ -130,7 +130,8 @@ class ValuesLoader:
             merged = merge(merged, layer.values)
         return result
 
-    def _uses_release(self, source: str) -> bool:
+    def uses_release(self, source: str) -> bool:
+        """Whether the file is a `.gotmpl` that mentions `.Release`."""
         if not source.endswith(GOTMPL_SUFFIX):
             return False
         known = self._release_aware.get(source)
