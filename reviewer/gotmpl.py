@@ -44,7 +44,8 @@ _UNDEFINED_FUNCTION = re.compile(r'function "([^"]+)" not defined')
 _POSITION = re.compile(
     "(?:" + re.escape(_PARTIAL_NAME) + "|" + re.escape(_INTERNAL_NAME) + r"):(\d+)(?::\d+)?"
 )
-_INCLUDE_WRAPPER = re.compile(r"^.*error calling include: ", re.DOTALL)
+# The wrapper that includes a partial; what matters is the partial's own error.
+_INCLUDE_WRAPPER = re.compile(r"^.*error calling include:\s*", re.DOTALL)
 NO_RELEASE: dict[str, Any] = {"Name": "", "Namespace": ""}
 """`.Release` before the release exists (ATLAS's placeholder while building state)."""
 
@@ -167,6 +168,7 @@ def context_of(values: Mapping[str, Any], release: Mapping[str, Any]) -> dict[st
 
 
 def _template_error(detail: str, source: str) -> ConfigError:
+    detail = _INCLUDE_WRAPPER.sub("", detail)
     found = _POSITION.search(detail)
     line = int(found.group(1)) if found else None
     missing = _UNDEFINED_FUNCTION.search(detail)
@@ -181,8 +183,7 @@ def _template_error(detail: str, source: str) -> ConfigError:
                 "reads files or the environment; pass the value through values files instead",
             )
         return ConfigError(source, f"template function '{function}' is not defined", line=line)
-    message = _INCLUDE_WRAPPER.sub("", detail)
-    message = _POSITION.sub(source, message).replace(_PARTIAL_NAME, source)
+    message = _POSITION.sub(source, detail).replace(_PARTIAL_NAME, source)
     message = message.replace(_INTERNAL_NAME, source)
     message = " ".join(message.split())
     return ConfigError(source, f"template error: {message}", line=line)

@@ -50,3 +50,27 @@ def test_a_failing_required_names_the_source_and_line() -> None:
         TemplateRenderer().render(text, values={}, source="deployment.yaml")
     assert failure.value.file == "deployment.yaml:3"
     assert "gotmpl/templates" not in failure.value.render()
+
+
+def test_values_are_also_bare_and_release_is_given() -> None:
+    text = "{{ .name }} {{ .Values.name }} {{ .Release.Name }}/{{ .Release.Namespace }}"
+    renderer = TemplateRenderer()
+    assert renderer.render(text, values={"name": "web"}, source="t") == "web web /"
+    release = {"Name": "blue-web", "Namespace": "shop"}
+    assert renderer.render(text, values={"name": "web"}, source="t", release=release) == (
+        "web web blue-web/shop"
+    )
+
+
+def test_text_with_define_blocks_keeps_the_context_and_error_lines() -> None:
+    text = (
+        '{{ define "twice" }}{{ . }}{{ . }}{{ end }}a: {{ include "twice" .x }}\nb: {{ .y.z.w }}\n'
+    )
+    renderer = TemplateRenderer()
+    with pytest.raises(ConfigError, match="nil pointer") as failure:
+        renderer.render(text, values={"x": "ab"}, source="values.yaml.gotmpl")
+    assert failure.value.file == "values.yaml.gotmpl:2"
+    assert "gotmpl/templates" not in failure.value.render()
+    assert renderer.render(text, values={"x": "ab", "y": {"z": {"w": 1}}}, source="v") == (
+        "a: abab\nb: 1\n"
+    )
