@@ -120,6 +120,13 @@ HOSTILE_CHART = {
         """
     ),
 }
+FAILING_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: failing\nversion: 1.0.0\n",
+    "values.yaml": (
+        "message: |\n  </details>\n  <!--\n  # heading ![t](https://evil.example/t.png) @acme\n"
+    ),
+    "templates/fail.yaml": "{{ fail .Values.message }}\n",
+}
 HOSTILE_DIRECTORY = "x ![t](https:evil.example) @acme <img src=x> ``` #1\n<!-- hidden <details>\x07"
 
 
@@ -141,6 +148,14 @@ def hostile_pr(git_repo: GitRepo) -> GitRepo:
     values = "names:\n" + "".join(f"  - {_yaml(name)}\n" for name in names)
     git_repo.write("charts/hostile/values.yaml", values + f"value: {_yaml(HOSTILE[0])}\n")
     git_repo.write(f"deployments/prod/eu/apps/{HOSTILE_DIRECTORY}/deployment.yaml", APP)
+    # An error message written by the PR: a chart that fails with it.
+    git_repo.add_chart("charts/failing", FAILING_CHART)
+    git_repo.add_template(
+        "failing", "releases:\n  - name: failing\n    chart: ../../charts/failing\n"
+    )
+    git_repo.write(
+        "deployments/prod/eu/apps/failing/deployment.yaml", "apps: [{template: failing}]\n"
+    )
     git_repo.commit("hostile")
     return git_repo
 
@@ -166,6 +181,7 @@ def test_hostile_names_values_and_directories_are_inert_in_the_report(
     markdown = markdown_report(hostile_pr, capsys)
     assert LAST in markdown and "aaa-first" in markdown
     assert "evil.example" in markdown, "the hostile object is reported, not dropped"
+    assert "### :x: `prod/eu/failing/failing` fails to render" in markdown
     outside_code = re.sub(r"<code[^>]*>.*?</code>", "", _PARSER.render(markdown), flags=re.S)
     for raw in ("<img", "<!--", "<a ", "@acme", "<h1", "evil.example"):
         assert raw not in outside_code, raw
@@ -230,12 +246,20 @@ def _review(name: str, namespace: str) -> report.Review:
             for each in names
         ]
         release = RenderedRelease(ReleaseId(name, name, name), namespace="ns", resources=resources)
-        return Snapshot(releases=[release], errors=[], warnings=[f"{name}: had no effect"])
+        broken = RenderedRelease(
+            ReleaseId(name, name, "broken"),
+            namespace=namespace,
+            error=f"{name}: cannot render {namespace}",
+            reproduce=f"reviewer render --deployment {name}",
+        )
+        return Snapshot(releases=[release, broken] if value != "old" else [release], errors=[])
 
     diff = diff_snapshots(
         side("old", [name, LAST]), side(name, [name, LAST]), options=DiffOptions(differ="builtin")
     )
-    return report.Review(report.SideInfo(name, SHA), report.SideInfo("merge", SHA), diff)
+    warnings = (f"{name}: {namespace} had no effect",)
+    head = report.SideInfo(namespace or "merge", SHA)
+    return report.Review(report.SideInfo(name, SHA), head, diff, warnings=warnings)
 
 
 @settings(max_examples=300, deadline=None)
