@@ -22,10 +22,11 @@ from markdown_it.token import Token
 from reviewer import report
 from reviewer.cli import main
 from reviewer.comment import Marker, balance_problems, plan_comments
-from reviewer.diff import DiffOptions, diff_snapshots
+from reviewer.diff.compare import diff_snapshots
+from reviewer.diff.options import DiffOptions
 from reviewer.errors import ExitStatus
 from reviewer.markdown import code_span, fenced, html_code, plain, table_code
-from reviewer.snapshot import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 MARKER_LINE = f"<!-- reviewer:sticky key=default part=1/1 sha={SHA} -->"
