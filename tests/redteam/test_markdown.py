@@ -235,7 +235,7 @@ _HOSTILE_CHARS = st.text(
 
 def _review(name: str, namespace: str) -> report.Review:
     def side(value: str, names: list[str]) -> Snapshot:
-        resources = [
+        resources = tuple(
             Resource.from_body(
                 {
                     "apiVersion": "v1",
@@ -245,7 +245,7 @@ def _review(name: str, namespace: str) -> report.Review:
                 }
             )
             for each in names
-        ]
+        )
         release = RenderedRelease(ReleaseId(name, name, name), namespace="ns", resources=resources)
         broken = RenderedRelease(
             ReleaseId(name, name, "broken"),
@@ -253,7 +253,7 @@ def _review(name: str, namespace: str) -> report.Review:
             error=f"{name}: cannot render {namespace}",
             reproduce=f"reviewer render --deployment {name}",
         )
-        return Snapshot(releases=[release, broken] if value != "old" else [release], errors=[])
+        return Snapshot(releases=(release, broken) if value != "old" else (release,))
 
     diff = diff_snapshots(
         side("old", [name, LAST]), side(name, [name, LAST]), options=DiffOptions(differ="builtin")
