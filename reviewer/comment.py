@@ -82,7 +82,10 @@ def size(text: str) -> int:
 _FENCE_OPEN = re.compile(r"^ {0,3}(?P<run>`{3,}|~{3,})(?P<info>.*)$")
 _DETAILS_TAG = re.compile(r"<(?P<close>/?)details(?:\s[^>]*)?>", re.IGNORECASE)
 _SUMMARY = re.compile(r"<summary>(?P<text>.*?)</summary>", re.IGNORECASE)
-_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
+# A code span ends at the next backtick run of exactly its opening length (CommonMark).
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")
+_SUMMARY_LIMIT = 200
+_PARTIAL_TAIL = re.compile(r"<[^>]*$|&[#A-Za-z0-9]*$")
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,16 @@ def _details_step(stack: _Stack, line: str) -> _Stack:
     summary = _SUMMARY.search(line)
     if summary and stack and stack[-1].kind == "details" and stack[-1].summary is None:
         # Kept short: the summary is repeated in every part that reopens this block.
-        stack = (*stack[:-1], _Frame("details", "", summary["text"][:200]))
+        stack = (*stack[:-1], _Frame("details", "", _short_summary(summary["text"])))
     return stack
+
+
+def _short_summary(text: str) -> str:
+    """`text` cut to a few hundred characters without leaving a tag or entity cut in half."""
+    if len(text) <= _SUMMARY_LIMIT:
+        return text
+    short = _PARTIAL_TAIL.sub("", text[:_SUMMARY_LIMIT]) + "…"
+    return short + "</code>" * (short.count("<code>") - short.count("</code>"))
 
 
 def balance_problems(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reviewer.checkout import Side, Sides, git, merge_commit, resolve, worktree
 from reviewer.errors import ReviewerError
+from reviewer.markdown import Trusted
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,14 @@ def pr_sides(
     head_label = f"merge of {pull}"
     if commits.fallback:
         head_label = f"{pull} head"
+        # Trusted Markdown: the target branch is named by the repository, not by the PR.
         warnings = (
-            f"**No merge result**: {pull} does not merge cleanly into {base_label}, so "
-            f"this shows its head {commits.head[:7]} against the merge base "
-            f"{commits.target[:7]}. Changes made on {base_label} since then are not "
-            "included: resolve the conflicts for a review of what would land.",
+            Trusted(
+                f"**No merge result**: {pull} does not merge cleanly into {base_label}, so "
+                f"this shows its head {commits.head[:7]} against the merge base "
+                f"{commits.target[:7]}. Changes made on {base_label} since then are not "
+                "included: resolve the conflicts for a review of what would land."
+            ),
         )
     with ExitStack() as stack:
         base_root = stack.enter_context(worktree(top, commits.target))

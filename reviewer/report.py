@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from reviewer import explain as explain_mod
+from reviewer import markdown
 from reviewer.diff.result import (
     ChangeGroup,
     ReleaseDiff,
@@ -349,8 +350,13 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    environment.filters["resource_title_for"] = _resource_title
+    environment.filters["resource_title_for"] = _resource_title_markdown
     environment.filters["fence"] = fence
+    environment.filters["fenced"] = markdown.fenced
+    environment.filters["code"] = markdown.code_span
+    environment.filters["table_code"] = markdown.table_code
+    environment.filters["html_code"] = markdown.html_code
+    environment.filters["plain"] = markdown.plain
     environment.filters["call"] = lambda function: function()
     return environment
 
@@ -366,12 +372,25 @@ def _package_template(name: str) -> str:
 
 def fence(text: str) -> str:
     """A code fence longer than any backtick run inside `text`, so the block cannot break."""
-    longest = 0
-    run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return "`" * max(3, longest + 1)
+    return markdown.fence_for(text)
+
+
+def _resource_title_markdown(release: ReleaseDiff, diff: ResourceDiff) -> str:
+    """`_resource_title` for Markdown: every name a code span, our words plain."""
+    key = diff.key
+    kind = f"{key.kind}.{key.group}" if key.group else key.kind
+    where = f"{key.namespace}/" if key.namespace else ""
+    title = f"{markdown.code_span(kind)} {markdown.code_span(where + key.name)}"
+    if diff.status is ResourceStatus.MOVED:
+        other = diff.base_release if diff.head_release == release.id else diff.head_release
+        direction = "from" if diff.head_release == release.id else "to"
+        title += f" (moved {direction} {markdown.code_span(str(other))})"
+    elif diff.status is ResourceStatus.RENAMED and diff.base_key is not None:
+        title += f" (renamed from {markdown.code_span(diff.base_key.name)})"
+    before, after = diff.base_api_version, diff.head_api_version
+    if before and after and before != after:
+        title += f" (apiVersion {markdown.code_span(before)} → {markdown.code_span(after)})"
+    return title
 
 
 def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:

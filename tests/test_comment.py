@@ -274,3 +274,24 @@ def test_any_document_splits_into_valid_parts(fragments: list[str], budget: int)
     for part in parts:
         assert size(part.body) <= budget
         assert balance_problems(part.body) == []
+
+
+def test_details_tags_inside_code_spans_are_text_whatever_the_backtick_runs() -> None:
+    # A longer run inside a span does not end it: `</details>` there is not a tag.
+    line = "- ```` a``` </details> ```` `x`"
+    text = f"<details>\n<summary>s</summary>\n\n{line}\n\n</details>\n"
+    assert balance_problems(text) == []
+    parts = plan_comments(
+        text + "y\n" * 40, key="k", sha=SHA, pointer=POINTER, budget=700, max_parts=50
+    )
+    assert line in "".join(part.body for part in parts)
+
+
+def test_long_summaries_reopen_without_a_tag_cut_in_half() -> None:
+    summary = "~ <code>" + "n&amp;" * 80 + "</code> changed"
+    text = f"<details>\n<summary>{summary}</summary>\n\n" + "line\n" * 2000 + "</details>\n"
+    parts = plan_comments(text, key="k", sha=SHA, pointer=POINTER, budget=3000, max_parts=50)
+    assert len(parts) > 1
+    reopened = parts[1].body.split("\n")[2]
+    assert reopened.endswith("…</code> (continued)</summary>"), reopened
+    assert reopened.count("<code>") == reopened.count("</code>") == 1
