@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reviewer import yamlio
 from reviewer.engine import ChartInfo, HelmEngine, RenderRequest, make_engine
@@ -48,10 +48,33 @@ def manifests(rendered: dict[str, str]) -> list[Resource]:
         base = posixpath.basename(template)
         if base == "NOTES.txt" or base.startswith("_"):
             continue
-        for body in yamlio.load_documents(rendered[template], source=template, cache=False):
-            resources.append(Resource.from_body(body, source=template))
+        for document in yamlio.load_manifests(rendered[template], source=template):
+            resources.extend(Resource.from_body(body, source=template) for body in items(document))
     resources.sort(key=lambda r: r.key)
     return resources
+
+
+def items(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects a document stands for: a list's items, or the document itself.
+
+    `helm template` prints a list (`kind: List`, `ConfigMapList`, ...) as it is, but
+    what reaches the cluster are its items: Helm's install and kubectl decode any
+    document with an `items` list as a list and apply each item. So the diff pairs
+    the items. An item without apiVersion and kind takes the list's apiVersion and
+    its kind without the `List` suffix, as Kubernetes' decoder does.
+    """
+    found = document.get("items")
+    if not isinstance(found, list):
+        return [document]
+    implied = {
+        "apiVersion": document.get("apiVersion", ""),
+        "kind": str(document.get("kind", "")).removesuffix("List"),
+    }
+    return [
+        item if "apiVersion" in item or "kind" in item else {**implied, **item}
+        for item in found
+        if isinstance(item, dict)
+    ]
 
 
 class Pool(Protocol):

@@ -27,6 +27,10 @@ _LEADING_KEYS = ("apiVersion", "kind", "metadata", "spec", "data", "stringData")
 
 _DOCUMENT_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.MULTILINE)
 _TOO_DEEP = f"nested deeper than the depth limit of {MAX_DEPTH} levels"
+# Helm's manifest splitter (releaseutil.SplitManifests): `---` at the start of the
+# text or of a line ends a document, whatever follows it on that line, and the
+# whitespace around it (newlines included) goes. Go's `\s` is ASCII whitespace.
+_MANIFEST_SEPARATOR = re.compile(r"(?:\A|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")
 _LINE = re.compile(r"line (\d+): (.*)")
 # Strings a YAML 1.1 reader (kubectl, Helm) would take for booleans: quote them.
 _YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
@@ -92,6 +96,35 @@ def load_documents(text: str, *, source: str, cache: bool = True) -> list[dict[s
     """
     try:
         return list(_parse_cached(text) if cache else _parse_stream(text))
+    except _ParseFailure as failure:
+        raise ConfigError(source, failure.problem, line=failure.line) from None
+
+
+def split_manifests(text: str) -> list[tuple[int, str]]:
+    """Split rendered template output into documents exactly as Helm does.
+
+    Returns (first line, document) pairs; blank documents are left out, like Helm's.
+    """
+    body = text.lstrip()
+    lines_before = text.count("\n", 0, len(text) - len(body))
+    documents: list[tuple[int, str]] = []
+    start = 0
+    for separator in [*_MANIFEST_SEPARATOR.finditer(body), None]:
+        end = len(body) if separator is None else separator.start()
+        chunk = body[start:end]
+        if chunk.strip():
+            offset = start + len(chunk) - len(chunk.lstrip())
+            documents.append((lines_before + body.count("\n", 0, offset) + 1, chunk.strip()))
+        if separator is not None:
+            start = separator.end()
+    return documents
+
+
+def load_manifests(text: str, *, source: str) -> list[dict[str, Any]]:
+    """Parse rendered template output as Helm does; documents holding only comments go."""
+    try:
+        parsed = (_parse_document(chunk, line) for line, chunk in split_manifests(text))
+        return [document for document in parsed if document]
     except _ParseFailure as failure:
         raise ConfigError(source, failure.problem, line=failure.line) from None
 

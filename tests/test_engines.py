@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from chartrepo import ChartRepository, write_chart
 from conftest import DUMP_CHART
+from test_manifests import SEPARATOR_CHART
 from test_render import WEB_CHART
 
 from reviewer.charts import ChartFetcher, Credentials
@@ -176,6 +177,7 @@ def test_engines_agree_on_the_example_fleet(
         ("edge", EDGE_CHART, {"labels": {"team": "edge", "tier": "1"}}),
         ("plain", {}, {}),
         ("parent", CONDITIONAL_CHART, {"extra": {"enabled": True}}),
+        ("separators", SEPARATOR_CHART, {}),
     ],
 )
 def test_engines_agree_on_the_suite_charts(
