@@ -42,6 +42,11 @@ def _report_options(function: click.decorators.FC) -> click.decorators.FC:
     options = [
         click.option("--exit-code", is_flag=True, help="Exit with 2 when something changes."),
         click.option(
+            "--fail-on-preexisting",
+            is_flag=True,
+            help="Also fail (exit 1) when a release fails the same way on the target branch.",
+        ),
+        click.option(
             "--differ",
             type=click.Choice(["builtin", "dyff", "auto"]),
             default="auto",
@@ -355,6 +360,7 @@ def diff(
     context: int,
     differ: DifferChoice,
     exit_code: bool,
+    fail_on_preexisting: bool,
     flags: SideFlags,
 ) -> None:
     """Render two sides and report what changes: git refs of --repo, or DIR_A DIR_B."""
@@ -372,7 +378,12 @@ def diff(
         definitions=flags.definitions,
         templates=flags.templates,
         report=diff_cmd.ReportArgs(
-            output_format, Path(output) if output else None, context, differ, exit_code
+            output_format,
+            Path(output) if output else None,
+            context,
+            differ,
+            exit_code,
+            fail_on_preexisting,
         ),
         secrets=flags.secrets,
         tooling=flags.tooling,
@@ -396,10 +407,16 @@ def merge(
     context: int,
     differ: DifferChoice,
     exit_code: bool,
+    fail_on_preexisting: bool,
 ) -> None:
     """One report from the sides saved by `reviewer diff --shard I/N --save DIR` jobs."""
     report = diff_cmd.ReportArgs(
-        output_format, Path(output) if output else None, context, differ, exit_code
+        output_format,
+        Path(output) if output else None,
+        context,
+        differ,
+        exit_code,
+        fail_on_preexisting,
     )
     sys.exit(merge_cmd.run([Path(d) for d in directories], report, edge.console))
 
@@ -528,6 +545,11 @@ def values_command(
     help="Report the result on the PR head as a commit status, a check run, or not at all.",
 )
 @click.option("--fail-on-changes", is_flag=True, help="Changes fail the status and exit with 2.")
+@click.option(
+    "--fail-on-preexisting",
+    is_flag=True,
+    help="Releases failing the same way on the target branch fail the status too.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the comments; post nothing.")
 @click.option("--render-only", is_flag=True, help="Render and write --output-dir; post nothing.")
 @click.option(
@@ -596,6 +618,7 @@ def ci(
     max_parts: int,
     status_kind: str,
     fail_on_changes: bool,
+    fail_on_preexisting: bool,
     dry_run: bool,
     render_only: bool,
     from_artifact: str | None,
@@ -625,6 +648,7 @@ def ci(
         max_parts=max_parts,
         status=StatusKind(status_kind),
         fail_on_changes=fail_on_changes,
+        fail_on_preexisting=fail_on_preexisting,
         dry_run=dry_run,
         render_only=render_only,
         from_artifact=Path(from_artifact) if from_artifact else None,

@@ -176,8 +176,9 @@ class Artifact:
 
     @property
     def errors(self) -> int:
-        """Merge-side render failures."""
-        return len(self.report["head"]["errors"])
+        """Render failures that fail the run: new on the merge result, or (if asked) still there."""
+        still = self.report.get("stillFailing", [])
+        return len(self.report["head"]["errors"]) + sum(1 for f in still if f.get("blocking"))
 
     @property
     def changed(self) -> bool:

@@ -17,6 +17,7 @@ from reviewer import explain as explain_mod
 from reviewer import markdown
 from reviewer.diff.result import (
     ChangeGroup,
+    Failure,
     ReleaseDiff,
     ReleaseStatus,
     ResourceDiff,
@@ -43,6 +44,21 @@ class SideInfo:
         return f"{self.ref} ({self.sha[:7]})" if self.sha else self.ref
 
 
+BOTH_SIDES = "target branch and merge result"
+
+
+@dataclass(frozen=True)
+class FailureNote:
+    """One render failure as the reports list it (once): where it happens, whether it blocks."""
+
+    failure: Failure
+    sides: str
+    """`merge result`, `target branch`, or both (`BOTH_SIDES`) when the error is the same."""
+    blocking: bool
+    sha: str | None
+    """The commit to check out to reproduce it."""
+
+
 @dataclass(frozen=True)
 class Review:
     """Everything a report shows."""
@@ -52,17 +68,48 @@ class Review:
     diff: SnapshotDiff
     warnings: tuple[str, ...] = ()
     explanation: Explanation = field(default_factory=Explanation)
+    fail_on_preexisting: bool = False
+    """Failures the target branch has too (same error) fail the run as well."""
 
     @property
     def all_warnings(self) -> tuple[str, ...]:
-        """Given warnings plus one per target-branch failure (they never fail the run)."""
-        failures = tuple(
+        """Given warnings plus one per failure that is not the change's doing."""
+        fixed = tuple(
             f"target branch failed to render {f.release or 'a deployment'} (not blocking: "
             "the change may be the fix)"
-            for f in self.diff.base_errors
+            for f in self.diff.target_only_errors
+        )
+        blocking = (
+            "fails this run (fail-on-preexisting)"
+            if self.fail_on_preexisting
+            else ("not blocking: the change did not cause it")
+        )
+        still = tuple(
+            f"{f.release or 'a deployment'} still fails to render, with the same error on both "
+            f"sides ({BOTH_SIDES}); {blocking}"
+            for f in self.diff.still_failing
         )
         no_effect = tuple(item.line() for item in self.explanation.no_effect)
-        return self.warnings + failures + no_effect
+        return self.warnings + fixed + still + no_effect
+
+    def failure_notes(self) -> tuple[FailureNote, ...]:
+        """Every render failure once: introduced, still failing (both sides), target only."""
+        head, base = self.head.sha, self.base.sha
+        return (
+            *(FailureNote(f, "merge result", True, head) for f in self.diff.introduced_errors),
+            *(
+                FailureNote(f, BOTH_SIDES, self.fail_on_preexisting, head)
+                for f in self.diff.still_failing
+            ),
+            *(FailureNote(f, "target branch", False, base) for f in self.diff.target_only_errors),
+        )
+
+    def is_listed(self, release: ReleaseDiff, message: str) -> bool:
+        """Whether this error of `release` is among the failures listed at the top."""
+        return any(
+            note.failure.release == release.id and note.failure.message == message
+            for note in self.failure_notes()
+        )
 
     def value_changes(self, release: ReleaseDiff) -> tuple[ValueChange, ...]:
         """How the merged values of `release` changed, with their origins."""
@@ -70,8 +117,8 @@ class Review:
 
     @property
     def failed(self) -> bool:
-        """True when the head (merge) side has render errors: the run fails."""
-        return bool(self.diff.head_errors)
+        """True when the change makes something fail to render (or, if asked, leaves it failing)."""
+        return any(note.blocking for note in self.failure_notes())
 
     def changed_releases(self) -> list[ReleaseDiff]:
         """Releases that are added, removed, changed or failed, in identity order."""
@@ -131,27 +178,30 @@ def to_json(review: Review) -> dict[str, Any]:
             for key, value in explain_mod.to_json(review.explanation).items()
             if key != "values"
         },
+        "stillFailing": [
+            {**_failure_json(f), "blocking": review.fail_on_preexisting}
+            for f in review.diff.still_failing
+        ],
         "warnings": list(review.all_warnings),
     }
 
 
 def _side_json(review: Review, side: str) -> dict[str, Any]:
+    """A side's ref and the failures only it has (`stillFailing` lists those of both)."""
     info = review.base if side == "base" else review.head
-    failures = review.diff.base_errors if side == "base" else review.diff.head_errors
+    failures = review.diff.target_only_errors if side == "base" else review.diff.introduced_errors
+    return {"ref": info.ref, "sha": info.sha, "errors": [_failure_json(f) for f in failures]}
+
+
+def _failure_json(failure: Failure) -> dict[str, Any]:
+    where = failure.release
     return {
-        "ref": info.ref,
-        "sha": info.sha,
-        "errors": [
-            {
-                "cluster": f.release.cluster if f.release else None,
-                "deployment": f.release.deployment if f.release else None,
-                "release": f.release.release if f.release else None,
-                "message": f.message,
-                "reproduce": f.reproduce,
-                "helm": f.helm_command,
-            }
-            for f in failures
-        ],
+        "cluster": where.cluster if where else None,
+        "deployment": where.deployment if where else None,
+        "release": where.release if where else None,
+        "message": failure.message,
+        "reproduce": failure.reproduce,
+        "helm": failure.helm_command,
     }
 
 
@@ -240,8 +290,11 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
     yield from _blast_radius_text(review)
     for warning in review.all_warnings:
         yield paint(f"warning: {warning}", "33")
-    for failure in review.diff.head_errors:
-        yield paint(f"FAILED {failure.release or ''}: {failure.message}", "31;1")
+    for note in review.failure_notes():
+        failure = note.failure
+        label = "FAILED" if note.blocking else "failing (not blocking)"
+        where = f"{label} {failure.release or ''}: on the {note.sides}"
+        yield paint(f"{where}: {failure.message}", "31;1" if note.blocking else "33")
         if failure.reproduce:
             yield f"  reproduce: {failure.reproduce}"
         if failure.helm_command:
@@ -279,9 +332,14 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
     suffix = " (routine changes only)" if release.routine_only else ""
     yield ""
     yield paint(f"{mark} {release.id} [{release.status.value}]{suffix}", _COLOUR.get(mark, ""))
-    for error in (release.base_error, release.head_error):
-        if error:
-            yield paint(f"    {error}", "31")
+    for side, error in (
+        ("target branch", release.base_error),
+        ("merge result", release.head_error),
+    ):
+        if error and review.is_listed(release, error):
+            yield paint(f"    fails to render on the {side} (error above)", "31")
+        elif error:
+            yield paint(f"    {side}: {error}", "31")
     changes = review.value_changes(release)
     if changes:
         yield "    values:"

@@ -58,6 +58,7 @@ class CiArgs:
     max_parts: int = comment.DEFAULT_MAX_PARTS
     status: StatusKind = StatusKind.STATUS
     fail_on_changes: bool = False
+    fail_on_preexisting: bool = False
     dry_run: bool = False
     render_only: bool = False
     from_artifact: Path | None = None
@@ -238,7 +239,9 @@ def _artifact_from(
 
 
 def _report_args(args: CiArgs) -> diff_cmd.ReportArgs:
-    return diff_cmd.ReportArgs(context=args.context, differ=args.differ)
+    return diff_cmd.ReportArgs(
+        context=args.context, differ=args.differ, fail_on_preexisting=args.fail_on_preexisting
+    )
 
 
 def _render(

@@ -43,6 +43,8 @@ class ReportArgs:
     context: int = 3
     differ: DifferChoice = "auto"
     exit_code: bool = False
+    fail_on_preexisting: bool = False
+    """Failures the target branch has too (same error) fail the run as well."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ def review_of(
         diff=diff if diff is not None else compare(pair, args),
         warnings=pair.warnings,
         explanation=pair.explanation,
+        fail_on_preexisting=args.fail_on_preexisting,
     )
 
 

@@ -206,6 +206,24 @@ class SnapshotDiff:
         """Failures of the target branch: warnings only (the PR may be the fix)."""
         return tuple(failure for failure in self.failures if failure.side is DiffSide.BASE)
 
+    @property
+    def introduced_errors(self) -> tuple[Failure, ...]:
+        """Merge-result failures the change introduces: they fail the run."""
+        both = _on_both_sides(self.failures)
+        return tuple(f for f in self.head_errors if (f.release, f.message) not in both)
+
+    @property
+    def still_failing(self) -> tuple[Failure, ...]:
+        """Failures of the merge result that the target branch has too, with the same error."""
+        both = _on_both_sides(self.failures)
+        return tuple(f for f in self.head_errors if (f.release, f.message) in both)
+
+    @property
+    def target_only_errors(self) -> tuple[Failure, ...]:
+        """Target-branch failures that the merge result fixes (or fails differently)."""
+        both = _on_both_sides(self.failures)
+        return tuple(f for f in self.base_errors if (f.release, f.message) not in both)
+
     def summary(self) -> tuple[ClusterSummary, ...]:
         """Per-cluster release counts, by cluster path."""
         clusters = sorted({release.id.cluster for release in self.releases})
@@ -224,6 +242,13 @@ class SnapshotDiff:
             for diff in release.resources:
                 if diff.release == release.id:
                     yield release.id, diff
+
+
+def _on_both_sides(failures: Iterable[Failure]) -> set[tuple[ReleaseId | None, str]]:
+    """(release, message) of the failures both sides have, with the same error."""
+    found = list(failures)
+    base = {(f.release, f.message) for f in found if f.side is DiffSide.BASE}
+    return {(f.release, f.message) for f in found if f.side is DiffSide.HEAD} & base
 
 
 def _cluster_summary(cluster: str, releases: Iterable[ReleaseDiff]) -> ClusterSummary:
