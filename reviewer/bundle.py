@@ -56,6 +56,8 @@ def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
             "annotations": list(pair.noise.annotations),
             "paths": [pattern.text for pattern in pair.noise.paths],
             "kinds": list(pair.noise.kinds),
+            "chart-labels": pair.noise.chart_labels,
+            "checksum-annotations": pair.noise.checksum_annotations,
         },
         "explain": explain_mod.to_json(pair.explanation),
         "hidden": [

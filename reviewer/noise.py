@@ -20,6 +20,12 @@ of `.reviewer.yaml`; every key is optional and takes a list of strings:
 `kinds`
     Kinds (glob) whose every change is routine, e.g. `Event` or `*.example.com`;
     a pattern with a dot is matched against `Kind.group`.
+
+Two rules apply without any configuration, because every chart bump touches
+them on every object: the chart-identity labels (`helm.sh/chart`,
+`app.kubernetes.io/version`, `chart`) and the `checksum/*` annotations. They
+are listed as `labels: helm.sh/chart (default)` and so on; `chart-labels: false`
+and `checksum-annotations: false` turn them off.
 """
 
 from __future__ import annotations
@@ -35,7 +41,11 @@ from reviewer.errors import ConfigError
 from reviewer.model import ResourceKey
 from reviewer.semantic import Path, Select, keyed_items, list_key
 
-NOISE_KEYS = ("labels", "annotations", "paths", "kinds")
+NOISE_KEYS = ("labels", "annotations", "paths", "kinds", "chart-labels", "checksum-annotations")
+CHART_LABELS = ("helm.sh/chart", "app.kubernetes.io/version", "chart")
+"""Labels that name the chart and its version: routine unless `chart-labels: false`."""
+CHECKSUM_ANNOTATIONS = ("checksum/*",)
+"""Annotations charts use to roll pods on config changes: routine unless turned off."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,8 @@ class NoiseRules:
     annotations: tuple[str, ...] = ()
     paths: tuple[PathPattern, ...] = ()
     kinds: tuple[str, ...] = ()
+    chart_labels: bool = True
+    checksum_annotations: bool = True
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = ".reviewer.yaml") -> NoiseRules:
@@ -167,10 +179,19 @@ class NoiseRules:
             annotations=_strings(data, "annotations", source),
             paths=tuple(_pattern(text, index, source) for index, text in enumerate(paths)),
             kinds=_strings(data, "kinds", source),
+            chart_labels=_flag(data, "chart-labels", source),
+            checksum_annotations=_flag(data, "checksum-annotations", source),
         )
 
     def __bool__(self) -> bool:
-        return bool(self.labels or self.annotations or self.paths or self.kinds)
+        return bool(
+            self.labels
+            or self.annotations
+            or self.paths
+            or self.kinds
+            or self.chart_labels
+            or self.checksum_annotations
+        )
 
     def kind_rule(self, key: ResourceKey) -> str | None:
         """The rule that makes every change of this object routine, if any."""
@@ -181,16 +202,34 @@ class NoiseRules:
         return None
 
     def path_rule(self, path: Path) -> str | None:
-        """The first rule that covers `path`, shown as `<key>: <pattern>`; None if none does."""
+        """The first rule that covers `path`, shown as `<key>: <pattern>`; None if none does.
+
+        The repository's own rules come first, then the built-in defaults.
+        """
         for where, patterns in (("labels", self.labels), ("annotations", self.annotations)):
-            key = _metadata_key(path, where)
-            matched = next((p for p in patterns if key is not None and fnmatchcase(key, p)), None)
+            matched = _metadata_match(path, where, patterns)
             if matched is not None:
                 return f"{where}: {matched}"
         for rule in self.paths:
             if rule.matches(path):
                 return f"paths: {rule.text}"
+        defaults = (
+            ("labels", CHART_LABELS if self.chart_labels else ()),
+            ("annotations", CHECKSUM_ANNOTATIONS if self.checksum_annotations else ()),
+        )
+        for where, patterns in defaults:
+            matched = _metadata_match(path, where, patterns)
+            if matched is not None:
+                return f"{where}: {matched} (default)"
         return None
+
+
+def _metadata_match(path: Path, where: str, patterns: tuple[str, ...]) -> str | None:
+    """The first pattern matching the key below a `metadata.<where>` map on `path`."""
+    key = _metadata_key(path, where)
+    if key is None:
+        return None
+    return next((pattern for pattern in patterns if fnmatchcase(key, pattern)), None)
 
 
 def _metadata_key(path: Path, where: str) -> str | None:
@@ -207,6 +246,13 @@ def _strings(data: Mapping[str, Any], key: str, source: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
         raise ConfigError(source, "must be a list of non-empty strings", field=f"noise.{key}")
     return tuple(value)
+
+
+def _flag(data: Mapping[str, Any], key: str, source: str) -> bool:
+    value = data.get(key, True)
+    if not isinstance(value, bool):
+        raise ConfigError(source, "must be true or false", field=f"noise.{key}")
+    return value
 
 
 def _pattern(text: str, index: int, source: str) -> PathPattern:

@@ -217,6 +217,7 @@ def _release_json(review: Review, release: ReleaseDiff) -> dict[str, Any]:
             "base": _chart(release.base),
             "head": _chart(release.head),
         },
+        "chartChange": release.chart_change,
         "routineOnly": release.routine_only,
         "unchangedResources": release.unchanged,
         "resources": [_resource_json(release, diff) for diff in release.resources],
@@ -329,7 +330,8 @@ def _repeated_text(review: Review, paint: Any) -> Iterator[str]:
 
 def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[str]:
     mark = _MARK[release.status.value]
-    suffix = " (routine changes only)" if release.routine_only else ""
+    suffix = f" (chart {release.chart_change})" if release.chart_change else ""
+    suffix += " (routine changes only)" if release.routine_only else ""
     yield ""
     yield paint(f"{mark} {release.id} [{release.status.value}]{suffix}", _COLOUR.get(mark, ""))
     for side, error in (

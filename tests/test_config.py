@@ -9,6 +9,7 @@ import pytest
 from reviewer import config
 from reviewer.discover import Layout
 from reviewer.errors import ConfigError
+from reviewer.noise import NoiseRules
 
 
 def write(root: Path, text: str, name: str = ".reviewer.yaml") -> Path:
@@ -19,7 +20,7 @@ def write(root: Path, text: str, name: str = ".reviewer.yaml") -> Path:
 def test_absent_file_gives_the_default_layout_and_no_noise_rules(tmp_path: Path) -> None:
     settings = config.load(tmp_path)
     assert settings.layout == Layout(definitions="deployments", templates="templates")
-    assert not settings.noise
+    assert settings.noise == NoiseRules()  # only the built-in defaults
 
 
 def test_layout_and_noise_are_read(tmp_path: Path) -> None:

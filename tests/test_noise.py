@@ -60,7 +60,11 @@ def test_rules_from_mapping_name_the_bad_field() -> None:
         NoiseRules.from_mapping({"labels": "helm.sh/*"})
     with pytest.raises(ConfigError, match="unknown key 'label'"):
         NoiseRules.from_mapping({"label": ["x"]})
-    assert not NoiseRules.from_mapping({})
+    # Without configuration only the built-in defaults apply; both can be turned off.
+    assert NoiseRules.from_mapping({}) == NoiseRules()
+    assert not NoiseRules.from_mapping({"chart-labels": False, "checksum-annotations": False})
+    with pytest.raises(ConfigError, match=r"noise\.chart-labels: must be true or false"):
+        NoiseRules.from_mapping({"chart-labels": "no"})
     assert NoiseRules.from_mapping({"kinds": ["Event"]})
 
 

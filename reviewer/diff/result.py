@@ -137,6 +137,18 @@ class ReleaseDiff:
             and release_meta(self.base) == release_meta(self.head)
         )
 
+    @property
+    def chart_change(self) -> str | None:
+        """`argo-cd 9.5.21 → 9.5.22` when the chart or its version differs between the sides."""
+        if self.base is None or self.head is None or not (self.base.chart and self.head.chart):
+            return None
+        old, new = self.base, self.head
+        if (old.chart, old.version) == (new.chart, new.version):
+            return None
+        if old.chart == new.chart:
+            return f"{new.chart} {old.version} → {new.version}"
+        return f"{old.chart} {old.version} → {new.chart} {new.version}"
+
     def routine_counts(self) -> dict[str, int]:
         """How many routine changes each rule covered in this release."""
         return dict(Counter(item.rule for diff in self.resources for item in diff.routine))

@@ -66,7 +66,7 @@ def diff_pair(pair: Pair, settings: Settings) -> ResourceDiff | None:
     changes, routine = _classify(
         semantic_diff(base.body, head.body), settings.options.noise, kind_rule
     )
-    unified, dyff = _main_views(pair, settings, changes)
+    unified, dyff = _main_views(pair, settings, changes, pruning=bool(routine))
     only_routine = bool(routine) and not changes and pair.status is ResourceStatus.CHANGED
     return replace(
         shell,
@@ -94,14 +94,18 @@ def _classify(
 
 
 def _main_views(
-    pair: Pair, settings: Settings, changes: tuple[PathChange, ...]
+    pair: Pair, settings: Settings, changes: tuple[PathChange, ...], *, pruning: bool
 ) -> tuple[str, str | None]:
-    """The unified diff and dyff report of what is left once routine paths are pruned."""
+    """The unified diff and dyff report of what is left once routine paths are pruned.
+
+    Nothing is pruned when no routine change was found: covered fields that did not
+    change stay as context.
+    """
     if not changes:
         return "", None
     before, after = pair.base.text(), pair.head.text()
     rules = settings.options.noise
-    if rules:
+    if pruning:
         pruned = prune_pair(pair.base.body, pair.head.body, lambda path: _covered(rules, path))
         before, after = yamlio.dump(pruned[0]), yamlio.dump(pruned[1])
     labels = (
