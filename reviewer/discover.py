@@ -15,6 +15,7 @@ from reviewer.errors import RepositoryError
 
 APPS = "apps"
 DEPLOYMENT_FILE = "deployment.yaml"
+CLUSTER_VALUES = "cluster.values.*"
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,12 @@ class Fleet:
     root: Path
     layout: Layout
     clusters: tuple[Cluster, ...] = field(default_factory=tuple)
+    not_clusters: tuple[str, ...] = ()
+    """Directories with `cluster.values.*` but no `apps/` and no cluster below: skipped."""
+
+    def cluster_dir(self, cluster: str) -> str:
+        """The repository-relative directory of a cluster path."""
+        return f"{self.layout.definitions}/{cluster}"
 
 
 class Source(Protocol):
@@ -108,7 +115,70 @@ class HierarchySource:
                 "it; global deployments alone are not deployed anywhere",
             )
         _check_unique_names(clusters)
-        return Fleet(root=root, layout=self.layout, clusters=tuple(clusters))
+        skipped = _not_clusters(root, definitions, {c.levels[-1].path for c in clusters})
+        return Fleet(root=root, layout=self.layout, clusters=tuple(clusters), not_clusters=skipped)
+
+
+def _not_clusters(root: Path, definitions: Path, clusters: set[str]) -> tuple[str, ...]:
+    """Directories that look like clusters (`cluster.values.*`) but have no `apps/`."""
+    found: list[str] = []
+    for values in sorted(definitions.rglob(CLUSTER_VALUES)):
+        directory = values.parent
+        path = _relative(root, directory)
+        if (directory / APPS).is_dir() or path in found:
+            continue
+        if any(cluster.startswith(f"{path}/") for cluster in clusters):
+            continue  # a group that holds clusters
+        if any(part.startswith(".") or part == APPS for part in directory.relative_to(root).parts):
+            continue
+        found.append(path)
+    return tuple(found)
+
+
+def discovery_warnings(base_root: Path, head_root: Path, layout: Layout) -> tuple[str, ...]:
+    """Why clusters appear or vanish between the sides, and which directories are skipped.
+
+    A cluster directory whose `apps/` empties disappears from the merge result
+    (git keeps no empty directories) and every release it got, global and group
+    ones included, shows as removed: the reader is told why.
+    """
+    source = HierarchySource(layout)
+    try:
+        base, head = source.discover(base_root), source.discover(head_root)
+    except RepositoryError:
+        return ()  # reported as a failure of that side
+    old = {cluster.path for cluster in base.clusters}
+    new = {cluster.path for cluster in head.clusters}
+    warnings = [_vanished(head, path, head_root) for path in sorted(old - new)]
+    warnings.extend(
+        f"cluster {path} ({head.cluster_dir(path)}/) exists on the merge result only: "
+        "a new cluster, all its releases show as added"
+        for path in sorted(new - old)
+    )
+    explained = {head.cluster_dir(path) for path in old - new}
+    warnings.extend(
+        f"{directory}/ has {CLUSTER_VALUES} but no {APPS}/ directory, so it is not a cluster "
+        f"and nothing is rendered for it (git keeps no empty directories: a cluster with "
+        f"no deployment of its own keeps {APPS}/ with a file such as {APPS}/.keep)"
+        for directory in head.not_clusters
+        if directory not in explained
+    )
+    return tuple(warnings)
+
+
+def _vanished(head: Fleet, path: str, head_root: Path) -> str:
+    directory = head.cluster_dir(path)
+    start = f"cluster {path} ({directory}/) exists on the target branch only: "
+    end = "; all its releases, global and group ones included, show as removed"
+    if directory in head.not_clusters:
+        return (
+            start + f"on the merge result its {APPS}/ directory is gone (git keeps no empty "
+            f"directories, so removing its last own deployment removes {APPS}/), and without "
+            f"{APPS}/ it is no longer a cluster" + end + f" (keep {APPS}/.keep to keep the cluster)"
+        )
+    if not (head_root / directory).is_dir():
+        return start + "its directory was removed" + end
+    return start + "on the merge result it is no longer a leaf directory with apps/" + end
 
 
 def _subdirectories(directory: Path) -> list[Path]:

@@ -10,18 +10,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer import bundle, report
+from reviewer import config as config_mod
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Sides, directory_sides, git_sides
 from reviewer.console import Console, progress_bar
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DifferChoice, DiffOptions
 from reviewer.diff.result import SnapshotDiff
+from reviewer.discover import Layout, discovery_warnings
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
 from reviewer.side import (
+    PreparedSides,
     ProgressBar,
     SideOptions,
     SideRequest,
@@ -164,7 +167,9 @@ def render_pair(
         head=redacted_head,
         base_info=report.SideInfo(sides.base.ref, sides.base.sha),
         head_info=report.SideInfo(sides.head.ref, sides.head.sha),
-        warnings=sides.warnings + ((prepared.keyless,) if prepared.keyless else ()),
+        warnings=sides.warnings
+        + discovery_warnings(sides.base.root, sides.head.root, _layout(prepared, request))
+        + ((prepared.keyless,) if prepared.keyless else ()),
         noise=noise,
         explanation=explanation,
         hidden=hidden,
@@ -172,6 +177,12 @@ def render_pair(
     )
     # Taken last: the explanation's redacted values belong to the finished redaction.
     return pair, prepared.guard()
+
+
+def _layout(prepared: PreparedSides, request: SideRequest) -> Layout:
+    return config_mod.with_overrides(
+        prepared.config, definitions=request.definitions, templates=request.templates
+    )
 
 
 def _announce(console: Console, sides: Sides) -> SideWatch:
