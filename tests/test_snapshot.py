@@ -154,5 +154,11 @@ def test_reviewer_merge_of_an_intact_bundle_reports_no_change(
     saved = _saved_pair(tmp_path / "shard")
     with pytest.raises(SystemExit) as done:
         main(["merge", str(saved), "--format", "json"])
+    # The sample's failed release fails the same way on both sides: still failing, a warning.
+    assert done.value.code == ExitStatus.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema"] == "reviewer.report/v1"
+    assert report["stillFailing"] and report["head"]["errors"] == []
+    with pytest.raises(SystemExit) as done:
+        main(["merge", str(saved), "--format", "json", "--fail-on-preexisting"])
     assert done.value.code == ExitStatus.RENDER_FAILED, "the sample holds one failed release"
-    assert json.loads(capsys.readouterr().out)["schema"] == "reviewer.report/v1"
