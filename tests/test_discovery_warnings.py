@@ -11,6 +11,7 @@ from test_diff_command import APP, fleet, run_diff
 
 from reviewer.discover import Layout, discovery_warnings
 from reviewer.errors import ExitStatus
+from reviewer.markdown import plain
 
 __all__ = ["fleet"]  # the fixture, used by name
 
@@ -40,7 +41,7 @@ def test_a_cluster_losing_its_last_own_deployment_is_explained_in_every_format(
     assert f"warning: {GONE}" in text
     assert "all its releases, global and group ones included, show as removed" in text
     _, markdown, _ = run_diff([*args, "--format", "markdown"], capsys)
-    assert f"> [!WARNING]\n> {GONE}" in markdown
+    assert f"> [!WARNING]\n> {plain(GONE)}" in markdown
     _, out, _ = run_diff([*args, "--format", "json"], capsys)
     report = json.loads(out)
     assert any(warning.startswith(GONE) for warning in report["warnings"])

@@ -53,7 +53,7 @@ def test_the_chart_version_change_is_in_every_release_heading() -> None:
     review = chart_bump(DiffOptions(differ="builtin"))
     text = report.render_text(review)
     assert "~ eu/prod-1/shop/web [changed] (chart web 1.0.0 → 1.1.0)" in text
-    assert "<code>us/prod-1/shop/web</code> changed, chart web 1.0.0 → 1.1.0" in (
+    assert "<code>us/prod-1/shop/web</code> changed, chart <code>web 1.0.0 → 1.1.0</code>" in (
         report.render_markdown(review)
     )
     releases = json.loads(json.dumps(report.to_json(review)))["releases"]
