@@ -383,3 +383,49 @@ def test_command_line_shards_print_the_unsharded_comment(
     code, merged = reviewer("--from-shards", saved[0], "--from-shards", saved[1], "--dry-run")
     assert code == ExitStatus.OK
     assert merged == whole
+
+
+def _saved_diff_shards(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """`reviewer diff --shard I/2 --save sh/I` for both shards of a one-file change."""
+    fleet(repo)
+    repo.write("deployments/global.values.yaml", "tier: platinum\n")
+    for index in (1, 2):
+        directory = tmp_path / "sh" / str(index)
+        argv = ["diff", "--repo", str(repo.root), "--base", "main", "--shard", f"{index}/2"]
+        with pytest.raises(SystemExit) as done:
+            main([*argv, "--save", str(directory), "--format", "json"])
+        assert done.value.code == ExitStatus.OK
+    capsys.readouterr()
+    return tmp_path / "sh"
+
+
+def _merge(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[object, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(["merge", *argv])
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+def test_reviewer_merge_refuses_a_missing_or_doubled_shard(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sh = _saved_diff_shards(git_repo, tmp_path, capsys)
+    code, out, err = _merge([str(sh / "1")], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "shard(s) 2/2 missing: a partial review is never published" in err
+    assert out == "" and "no effect" not in err
+    code, out, err = _merge([str(sh / "1"), str(sh / "1")], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "shard 1/2 is given twice" in err and out == ""
+    code, out, err = _merge([str(sh / "1"), str(sh / "2"), "--format", "json"], capsys)
+    assert code == ExitStatus.OK, err
+    assert json.loads(out)["summary"]["releases"]["changed"] == 12
+    assert "no effect" not in out + err
+
+
+def test_reviewer_merge_names_a_directory_that_is_no_saved_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _merge([str(tmp_path)], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert f"{tmp_path}: diff-shard.json is missing" in err

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import bundle, report
+from reviewer import report
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Sides, directory_sides, git_sides
 from reviewer.console import Console, progress_bar
@@ -21,8 +21,10 @@ from reviewer.explain import changed_files, explain
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
+from reviewer.shards import save_diff_shard
 from reviewer.side import (
     ProgressBar,
+    Shard,
     SideOptions,
     SideRequest,
     SideWatch,
@@ -85,7 +87,8 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
             pair, guard = _render(sides, args, console)
     console = console.guarded(guard.check)
     if args.save is not None:
-        bundle.save(pair, args.save, guard=console.check)
+        shard = args.options.selection.shard or Shard(1, 1)
+        save_diff_shard(args.save, pair, shard, guard=console.check)
         console.info(f"rendered sides saved to {args.save}")
     return finish(pair, args.report, console)
 
