@@ -30,7 +30,7 @@ from reviewer.config import CONFIG_FILE
 from reviewer.console import Console
 from reviewer.delivery import Delivery
 from reviewer.diff.options import DifferChoice, resolve_differ
-from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.publish import CommentMode, StatusKind
 from reviewer.redact import shared_marker_key
@@ -753,6 +753,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(ExitStatus.USAGE)
     except click.Abort:
         console.error("aborted")
+        sys.exit(ExitStatus.USAGE)
+    except UsageProblem as exc:
+        console.error(f"error: {exc.render()}")
         sys.exit(ExitStatus.USAGE)
     except ReviewerError as exc:
         console.error(f"error: {exc.render()}")

@@ -20,6 +20,7 @@ from reviewer.charts import ChartFetcher, Credentials
 from reviewer.config import CONFIG_FILE, RepoConfig
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
+from reviewer.filters import check_selection
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
@@ -370,6 +371,8 @@ def prepare_sides(
         config, definitions=request.definitions, templates=request.templates
     )
     options = replace(request.options, layout=layout)
+    selection = options.selection
+    check_selection(roots, layout, selection.clusters, selection.deployments)
     renderer = TemplateRenderer(request.tooling.limits_with(config))
     decoder = SopsDecoder(keyless=request.secrets)
     rendered: list[SideRender] = []
