@@ -8,6 +8,7 @@ because of the option declarations (names, help texts and defaults are the docum
 from __future__ import annotations
 
 import functools
+import io
 import os
 import sys
 import tempfile
@@ -39,6 +40,9 @@ from reviewer.sops import KeylessMode
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+_CLOSED_OUTPUT = 141
+"""Exit status when a reader closes the output early: 128 + SIGPIPE, as git's."""
 
 _SECRETS_MODES = {
     "auto": KeylessMode.FALLBACK,
@@ -744,6 +748,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     console = Console(no_color="NO_COLOR" in env)
     try:
         cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
+    except BrokenPipeError:
+        sys.exit(_reader_left())
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.UsageError as exc:
@@ -763,6 +769,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception:
         sys.exit(_bug(console))
     sys.exit(ExitStatus.OK)
+
+
+def _reader_left() -> int:
+    """The reader closed our output (`| head`): stop quietly with git's status, 128 + SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())  # nothing left to flush at exit can fail
+        except (OSError, ValueError, io.UnsupportedOperation):
+            continue
+    return _CLOSED_OUTPUT
 
 
 def _bug(console: Console) -> ExitStatus:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reviewer import __version__, comment, github_event, report
 from reviewer.bundle import RenderedPair
-from reviewer.checkout import toplevel
+from reviewer.checkout import fleet_root, toplevel
 from reviewer.commands import diff as diff_cmd
 from reviewer.commits import Commits, pick_commits, pr_sides
 from reviewer.console import Console
@@ -124,6 +124,11 @@ def mode_conflict(args: CiArgs) -> str | None:
         (
             args.shard is not None and args.output_dir is not None,
             "--shard writes no report (it would be partial): its --save bundle is the output",
+        ),
+        (
+            Path(args.options.config_file).is_absolute(),
+            "--config must name a file of the repository: in CI the settings come from the "
+            "target branch only, so a pull request cannot change how it is reviewed",
         ),
         (
             args.save is not None and rendered_elsewhere,
@@ -247,7 +252,8 @@ def _render(
     """Both sides rendered here (and saved when asked); the console then carries the guard."""
     top = toplevel(args.repo)
     commits = pick_commits(top, head=args.head, bases=target.bases, pr_head=target.pr_head)
-    inner = args.repo.resolve().relative_to(top.resolve())
+    repo = fleet_root(args.repo, diff_cmd.markers(args.options.config_file, args.definitions))
+    inner = repo.resolve().relative_to(top.resolve())
     if args.shard is not None:
         console.info(f"shard {args.shard.index}/{args.shard.total}: rendering its clusters only")
     marker_key = shared_marker_key(env, warn=console.warn)
