@@ -118,11 +118,12 @@ def _saved_shard(directory: Path) -> Shard:
     if (directory / SHARD_FILE).is_file():
         return read_shard_facts(directory).shard
     path = directory / DIFF_SHARD_FILE
+    if not os.path.lexists(path):
+        return Shard(1, 1)  # saved without --shard: a whole review
     if path.is_symlink() or not path.is_file() or path.stat().st_size > _SHARD_FILE_LIMIT:
         raise ReviewerError(
-            f"{DIFF_SHARD_FILE} is missing or not a regular file",
+            f"{DIFF_SHARD_FILE} is not a regular file of at most {_SHARD_FILE_LIMIT} bytes",
             file=str(directory),
-            hint="give directories written by `reviewer diff --save DIR` (with --shard I/N)",
         )
     at = Field(str(path))
     try:

@@ -423,9 +423,14 @@ def test_reviewer_merge_refuses_a_missing_or_doubled_shard(
     assert "no effect" not in out + err
 
 
-def test_reviewer_merge_names_a_directory_that_is_no_saved_diff(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_reviewer_merge_refuses_shards_of_different_splits(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _merge([str(tmp_path)], capsys)
+    sh = _saved_diff_shards(git_repo, tmp_path, capsys)
+    (sh / "2" / "diff-shard.json").write_text(
+        json.dumps({"schema": "reviewer.diff-shard/v1", "shard": {"index": 2, "total": 3}})
+    )
+    code, out, err = _merge([str(sh / "1"), str(sh / "2")], capsys)
     assert code == ExitStatus.INVALID_REPOSITORY
-    assert f"{tmp_path}: diff-shard.json is missing" in err
+    assert "the bundles split the clusters differently: into 2 and 3 shards" in err
+    assert out == ""
