@@ -8,7 +8,7 @@ nearest names, and a group name lists the group's clusters.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from reviewer.discover import Cluster, HierarchySource, Layout
@@ -16,24 +16,55 @@ from reviewer.errors import RepositoryError, UsageProblem
 
 
 def check_selection(
-    roots: Sequence[Path], layout: Layout, clusters: Sequence[str], deployments: Sequence[str]
+    roots: Sequence[Path],
+    layout: Layout,
+    clusters: Sequence[str],
+    deployments: Sequence[str],
+    *,
+    warn: Callable[[str], None] | None = None,
 ) -> None:
-    """Raise `UsageProblem` when a cluster or deployment filter names nothing on any side."""
+    """Raise `UsageProblem` when a cluster or deployment filter names nothing on any side.
+
+    With `warn` (`reviewer ci`, whose workflow may list clusters other branches have), a name
+    that matches nothing is only a warning, unless the filters together select nothing.
+    """
     if not clusters and not deployments:
         return
     fleet = _clusters(roots, layout)
     if not fleet:
         return  # discovery itself fails; rendering reports that error
-    for name in clusters:
-        check_cluster(name, fleet)
+    problems = _cluster_problems(clusters, fleet)
     chosen = [c for c in fleet if not clusters or {c.path, c.name} & set(clusters)]
     known = sorted({d.name for c in chosen for d in c.deployments})
-    for name in deployments:
-        if name not in known:
-            where = "the selected clusters" if clusters else "any cluster"
-            raise UsageProblem(
-                f"--deployment {name}: no such deployment in {where}" + did_you_mean(name, known)
-            )
+    where = "the selected clusters" if clusters else "any cluster"
+    problems += [
+        UsageProblem(
+            f"--deployment {name}: no such deployment in {where}" + did_you_mean(name, known)
+        )
+        for name in deployments
+        if name not in known
+    ]
+    if not problems:
+        return
+    selected = [
+        d for c in chosen for d in c.deployments if not deployments or d.name in deployments
+    ]
+    if warn is None or not selected:
+        if len(problems) == 1:
+            raise problems[0]
+        raise UsageProblem("\n".join(problem.render() for problem in problems))
+    for problem in problems:
+        warn(f"warning: {problem.render()}")
+
+
+def _cluster_problems(names: Sequence[str], fleet: Sequence[Cluster]) -> list[UsageProblem]:
+    problems = []
+    for name in names:
+        try:
+            check_cluster(name, fleet)
+        except UsageProblem as problem:
+            problems.append(problem)
+    return problems
 
 
 def check_cluster(name: str, fleet: Sequence[Cluster]) -> None:

@@ -22,7 +22,7 @@ from reviewer import github_event
 from reviewer.cli import main
 from reviewer.commands import ci
 from reviewer.console import Console
-from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.shards import SHARD_FILE, Expected, merge_shards
 from reviewer.side import Selection, Shard, SideOptions
 
@@ -434,3 +434,20 @@ def test_reviewer_merge_refuses_shards_of_different_splits(
     assert code == ExitStatus.INVALID_REPOSITORY
     assert "the bundles split the clusters differently: into 2 and 3 shards" in err
     assert out == ""
+
+
+def _filtered(pull: PullRepo, *clusters: str) -> ci.CiArgs:
+    selection = Selection(clusters=clusters)
+    return ci.CiArgs(repo=pull.root, dry_run=True, options=SideOptions(selection=selection))
+
+
+def test_ci_warns_about_a_cluster_filter_naming_nothing_but_fails_when_none_matches(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    # The workflow's list may name clusters that exist on other branches only.
+    env = job_env(tmp_path, fake, pull, "partly")
+    status, _, err = run_ci(_filtered(pull, "prod/eu", "prod/eu-1"), env)
+    assert status is ExitStatus.OK
+    assert "warning: --cluster prod/eu-1: no such cluster; did you mean: prod/eu," in err
+    with pytest.raises(UsageProblem, match="--cluster nope: no such cluster"):
+        run_ci(_filtered(pull, "nope"), job_env(tmp_path, fake, pull, "nothing"))

@@ -262,8 +262,14 @@ def _render(
         for warning in pr.warnings:
             console.warn(f"warning: {warning}")
         # The rendering of `reviewer diff`, on sides chosen the way GitHub builds them.
+        # The workflow's cluster list may name clusters of other branches: warn, go on.
         pair, guard = diff_cmd.render_pair(
-            pr, args.request, _report_args(args), console, marker_key=marker_key
+            pr,
+            args.request,
+            _report_args(args),
+            console,
+            marker_key=marker_key,
+            unknown_filter=console.warn,
         )
     console = console.guarded(guard.check)
     if args.save is not None:

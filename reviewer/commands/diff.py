@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,6 +168,7 @@ def render_pair(
     console: Console,
     *,
     marker_key: bytes | None,
+    unknown_filter: Callable[[str], None] | None = None,
 ) -> tuple[RenderedPair, LeakGuard]:
     """Render, redact, diff and explain both sides; returns the pair and its leak guard."""
     prepared = prepare_sides(
@@ -176,6 +177,7 @@ def render_pair(
         config_root=sides.base.root,
         marker_key=marker_key,
         watch=_announce(console, sides),
+        unknown_filter=unknown_filter,
     )
     base, head = prepared.rendered
     redacted_base, redacted_head = prepared.redacted
