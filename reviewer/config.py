@@ -54,7 +54,9 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
 
     The default file may be absent (defaults apply); a file named explicitly must exist.
     """
-    source = inside(root, ".", name, file=name, field="config")
+    # An absolute path is the user's own file on a local run (`reviewer ci` refuses one).
+    absolute = Path(name).is_absolute()
+    source = name if absolute else inside(root, ".", name, file=name, field="config")
     path = root / source
     if not path.is_file():
         if name != CONFIG_FILE:

@@ -18,6 +18,12 @@ from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
+class _RichConsole(RichConsole):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 (a failure); the CLI ends a closed stream quietly itself.
+        raise BrokenPipeError
+
+
 @dataclass(frozen=True)
 class Console:
     """Where the CLI writes: results to `out`, messages and progress to `err`."""
@@ -36,7 +42,7 @@ class Console:
     @cached_property
     def rich(self) -> RichConsole:
         """The styled writer for messages and progress bars (on `err`)."""
-        return RichConsole(file=self.err, no_color=self.no_color, highlight=False, soft_wrap=True)
+        return _RichConsole(file=self.err, no_color=self.no_color, highlight=False, soft_wrap=True)
 
     @property
     def colour(self) -> bool:

@@ -64,3 +64,7 @@ class RenderError(ReviewerError):
 
 class CommandError(ReviewerError):
     """An external command failed; the message shows the command, code and output."""
+
+
+class UsageProblem(ReviewerError):
+    """The command line names something the repository does not have (exit 64, usage)."""

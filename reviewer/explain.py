@@ -159,13 +159,37 @@ def provenance(layers: Iterable[Layer], path: tuple[Any, ...]) -> Provenance:
     return Provenance(setters[0], tuple(setters[1:]))
 
 
-def leaf_provenance(plan: ReleasePlan) -> list[tuple[str, Any, Provenance]]:
-    """Every leaf of a release's values with its provenance, in path order."""
-    leaves = semantic_diff({}, plan.values)
-    return [
-        (format_path(change.path), change.after, provenance(plan.layers, change.path))
-        for change in leaves
-    ]
+def leaf_provenance(
+    plan: ReleasePlan, chart_defaults: Mapping[str, Any] | None = None
+) -> list[tuple[str, Any, Provenance]]:
+    """Every leaf of a release's values with its provenance, in path order.
+
+    With the chart's own values.yaml, its defaults are the lowest level: leaves nothing else
+    sets are listed as chart defaults, and a value overriding one names it.
+    """
+    defaults = dict(chart_defaults or {})
+    leaves = semantic_diff({}, _merged(defaults, plan.values))
+    result = []
+    for change in leaves:
+        origin = provenance(plan.layers, change.path)
+        if origin.winner != _CHART and defaults and _defines(defaults, _key_path(change.path)):
+            origin = Provenance(origin.winner, (*origin.overridden, _CHART))
+        result.append((format_path(change.path), change.after, origin))
+    return result
+
+
+def _merged(defaults: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm's coalescing of chart defaults under the release's values (maps merge, null unsets)."""
+    merged = dict(defaults)
+    for key, value in values.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = _merged(below, value)
+        elif value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
 
 
 # --- values diff -------------------------------------------------------------------------------

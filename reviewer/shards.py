@@ -26,6 +26,8 @@ from reviewer.snapshot import Guard
 
 SHARD_FILE = "ci-shard.json"
 SHARD_SCHEMA = "reviewer.ci-shard/v1"
+DIFF_SHARD_FILE = "diff-shard.json"
+DIFF_SHARD_SCHEMA = "reviewer.diff-shard/v1"
 _SHARD_FILE_LIMIT = 64 << 10
 
 
@@ -94,6 +96,43 @@ def save_shard(directory: Path, pair: RenderedPair, facts: ShardFacts, guard: Gu
     text = json.dumps(meta, indent=2) + "\n"
     guard(text, SHARD_FILE)
     (directory / SHARD_FILE).write_text(text, encoding="utf-8")
+
+
+def save_diff_shard(directory: Path, pair: RenderedPair, shard: Shard, guard: Guard) -> None:
+    """Write the bundle of `reviewer diff --save` and `diff-shard.json`: which share it holds."""
+    bundle.save(pair, directory, guard=guard)
+    meta = {"schema": DIFF_SHARD_SCHEMA, "shard": {"index": shard.index, "total": shard.total}}
+    text = json.dumps(meta, indent=2) + "\n"
+    guard(text, DIFF_SHARD_FILE)
+    (directory / DIFF_SHARD_FILE).write_text(text, encoding="utf-8")
+
+
+def merge_saved(directories: Sequence[Path]) -> RenderedPair:
+    """One pair from the bundles of `reviewer diff --save`, once they are every shard once."""
+    shards = [(str(directory), _saved_shard(directory)) for directory in directories]
+    _check_every_shard_once(shards)
+    return bundle.merge([bundle.load(directory) for directory in directories])
+
+
+def _saved_shard(directory: Path) -> Shard:
+    if (directory / SHARD_FILE).is_file():
+        return read_shard_facts(directory).shard
+    path = directory / DIFF_SHARD_FILE
+    if not os.path.lexists(path):
+        return Shard(1, 1)  # saved without --shard: a whole review
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > _SHARD_FILE_LIMIT:
+        raise ReviewerError(
+            f"{DIFF_SHARD_FILE} is not a regular file of at most {_SHARD_FILE_LIMIT} bytes",
+            file=str(directory),
+        )
+    at = Field(str(path))
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise at.error("is not valid JSON") from None
+    if not isinstance(document, dict) or document.get("schema") != DIFF_SHARD_SCHEMA:
+        raise at.error(f"is not a {DIFF_SHARD_SCHEMA} file")
+    return decode.required(decode.mapping(document, at), "shard", at, _shard)
 
 
 def merge_shards(
@@ -226,11 +265,24 @@ def _check_same_review(shards: list[LoadedShard]) -> None:
 
 
 def _check_complete(shards: list[LoadedShard]) -> None:
-    total = shards[0].facts.shard.total
-    counts = Counter(shard.facts.shard.index for shard in shards)
+    _check_every_shard_once([(shard.directory.name, shard.facts.shard) for shard in shards])
+
+
+def _check_every_shard_once(shards: Sequence[tuple[str, Shard]]) -> None:
+    """Each of the N shards exactly once, all of one split: no partial or doubled review."""
+    totals = sorted({shard.total for _, shard in shards})
+    if len(totals) > 1:
+        raise ReviewerError(
+            "the bundles split the clusters differently: into "
+            + " and ".join(str(total) for total in totals)
+            + " shards",
+            hint="merge the bundles of one split (the same --shard I/N with one N)",
+        )
+    total = totals[0]
+    counts = Counter(shard.index for _, shard in shards)
     twice = sorted(index for index, seen in counts.items() if seen > 1)
     if twice:
-        places = [s.directory.name for s in shards if s.facts.shard.index == twice[0]]
+        places = [name for name, shard in shards if shard.index == twice[0]]
         raise ReviewerError(f"shard {twice[0]}/{total} is given twice: {', '.join(places)}")
     missing = [f"{index}/{total}" for index in range(1, total + 1) if index not in counts]
     if missing:

@@ -20,6 +20,7 @@ from reviewer.charts import ChartFetcher, Credentials
 from reviewer.config import CONFIG_FILE, RepoConfig
 from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
 from reviewer.engine import make_engine
+from reviewer.filters import check_selection
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
@@ -359,17 +360,21 @@ def prepare_sides(
     config_root: Path,
     marker_key: bytes | None,
     watch: SideWatch = _unwatched,
+    unknown_filter: Callable[[str], None] | None = None,
 ) -> PreparedSides:
     """Render every root with one tool set, then redact all with the union of their maps.
 
     A secret that a change removes must not leak through the baseline, nor a new one
-    through the other side. Settings come from `config_root` (a diff's base side).
+    through the other side. Settings come from `config_root` (a diff's base side). A filter
+    naming nothing fails before rendering; with `unknown_filter` it is only reported there.
     """
     config = config_mod.load(config_root, request.options.config_file)
     layout = config_mod.with_overrides(
         config, definitions=request.definitions, templates=request.templates
     )
     options = replace(request.options, layout=layout)
+    selection = options.selection
+    check_selection(roots, layout, selection.clusters, selection.deployments, warn=unknown_filter)
     renderer = TemplateRenderer(request.tooling.limits_with(config))
     decoder = SopsDecoder(keyless=request.secrets)
     rendered: list[SideRender] = []

@@ -22,7 +22,7 @@ from reviewer import github_event
 from reviewer.cli import main
 from reviewer.commands import ci
 from reviewer.console import Console
-from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.shards import SHARD_FILE, Expected, merge_shards
 from reviewer.side import Selection, Shard, SideOptions
 
@@ -383,3 +383,71 @@ def test_command_line_shards_print_the_unsharded_comment(
     code, merged = reviewer("--from-shards", saved[0], "--from-shards", saved[1], "--dry-run")
     assert code == ExitStatus.OK
     assert merged == whole
+
+
+def _saved_diff_shards(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """`reviewer diff --shard I/2 --save sh/I` for both shards of a one-file change."""
+    fleet(repo)
+    repo.write("deployments/global.values.yaml", "tier: platinum\n")
+    for index in (1, 2):
+        directory = tmp_path / "sh" / str(index)
+        argv = ["diff", "--repo", str(repo.root), "--base", "main", "--shard", f"{index}/2"]
+        with pytest.raises(SystemExit) as done:
+            main([*argv, "--save", str(directory), "--format", "json"])
+        assert done.value.code == ExitStatus.OK
+    capsys.readouterr()
+    return tmp_path / "sh"
+
+
+def _merge(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[object, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(["merge", *argv])
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+def test_reviewer_merge_refuses_a_missing_or_doubled_shard(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sh = _saved_diff_shards(git_repo, tmp_path, capsys)
+    code, out, err = _merge([str(sh / "1")], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "shard(s) 2/2 missing: a partial review is never published" in err
+    assert out == "" and "no effect" not in err
+    code, out, err = _merge([str(sh / "1"), str(sh / "1")], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "shard 1/2 is given twice" in err and out == ""
+    code, out, err = _merge([str(sh / "1"), str(sh / "2"), "--format", "json"], capsys)
+    assert code == ExitStatus.OK, err
+    assert json.loads(out)["summary"]["releases"]["changed"] == 12
+    assert "no effect" not in out + err
+
+
+def test_reviewer_merge_refuses_shards_of_different_splits(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sh = _saved_diff_shards(git_repo, tmp_path, capsys)
+    (sh / "2" / "diff-shard.json").write_text(
+        json.dumps({"schema": "reviewer.diff-shard/v1", "shard": {"index": 2, "total": 3}})
+    )
+    code, out, err = _merge([str(sh / "1"), str(sh / "2")], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "the bundles split the clusters differently: into 2 and 3 shards" in err
+    assert out == ""
+
+
+def _filtered(pull: PullRepo, *clusters: str) -> ci.CiArgs:
+    selection = Selection(clusters=clusters)
+    return ci.CiArgs(repo=pull.root, dry_run=True, options=SideOptions(selection=selection))
+
+
+def test_ci_warns_about_a_cluster_filter_naming_nothing_but_fails_when_none_matches(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    # The workflow's list may name clusters that exist on other branches only.
+    env = job_env(tmp_path, fake, pull, "partly")
+    status, _, err = run_ci(_filtered(pull, "prod/eu", "prod/eu-1"), env)
+    assert status is ExitStatus.OK
+    assert "warning: --cluster prod/eu-1: no such cluster; did you mean: prod/eu," in err
+    with pytest.raises(UsageProblem, match="--cluster nope: no such cluster"):
+        run_ci(_filtered(pull, "nope"), job_env(tmp_path, fake, pull, "nothing"))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reviewer import __version__, comment, github_event, report
 from reviewer.bundle import RenderedPair
-from reviewer.checkout import toplevel
+from reviewer.checkout import fleet_root, toplevel
 from reviewer.commands import diff as diff_cmd
 from reviewer.commits import Commits, pick_commits, pr_sides
 from reviewer.console import Console
@@ -125,6 +125,11 @@ def mode_conflict(args: CiArgs) -> str | None:
         (
             args.shard is not None and args.output_dir is not None,
             "--shard writes no report (it would be partial): its --save bundle is the output",
+        ),
+        (
+            Path(args.options.config_file).is_absolute(),
+            "--config must name a file of the repository: in CI the settings come from the "
+            "target branch only, so a pull request cannot change how it is reviewed",
         ),
         (
             args.save is not None and rendered_elsewhere,
@@ -250,7 +255,8 @@ def _render(
     """Both sides rendered here (and saved when asked); the console then carries the guard."""
     top = toplevel(args.repo)
     commits = pick_commits(top, head=args.head, bases=target.bases, pr_head=target.pr_head)
-    inner = args.repo.resolve().relative_to(top.resolve())
+    repo = fleet_root(args.repo, diff_cmd.markers(args.options.config_file, args.definitions))
+    inner = repo.resolve().relative_to(top.resolve())
     if args.shard is not None:
         console.info(f"shard {args.shard.index}/{args.shard.total}: rendering its clusters only")
     marker_key = shared_marker_key(env, warn=console.warn)
@@ -259,8 +265,14 @@ def _render(
         for warning in pr.warnings:
             console.warn(f"warning: {warning}")
         # The rendering of `reviewer diff`, on sides chosen the way GitHub builds them.
+        # The workflow's cluster list may name clusters of other branches: warn, go on.
         pair, guard = diff_cmd.render_pair(
-            pr, args.request, _report_args(args), console, marker_key=marker_key
+            pr,
+            args.request,
+            _report_args(args),
+            console,
+            marker_key=marker_key,
+            unknown_filter=console.warn,
         )
     console = console.guarded(guard.check)
     if args.save is not None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import bundle, report
 from reviewer import config as config_mod
+from reviewer import report
 from reviewer.bundle import RenderedPair
-from reviewer.checkout import Sides, directory_sides, git_sides
+from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
 from reviewer.console import Console, progress_bar
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DifferChoice, DiffOptions
@@ -23,9 +23,11 @@ from reviewer.explain import changed_files, explain
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
+from reviewer.shards import save_diff_shard
 from reviewer.side import (
     PreparedSides,
     ProgressBar,
+    Shard,
     SideOptions,
     SideRequest,
     SideWatch,
@@ -86,13 +88,44 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
     if args.directories is not None:
         pair, guard = _render(directory_sides(*args.directories), args, console)
     else:
-        with git_sides(args.repo, base=args.base, head=args.head, merge=args.merge) as sides:
+        repo = fleet_root(args.repo, markers(args.options.config_file, args.definitions))
+        with git_sides(repo, base=args.base, head=args.head, merge=args.merge) as sides:
+            _note_new_settings(sides, args.options.config_file, console)
             pair, guard = _render(sides, args, console)
     console = console.guarded(guard.check)
     if args.save is not None:
-        bundle.save(pair, args.save, guard=console.check)
+        shard = args.options.selection.shard or Shard(1, 1)
+        save_diff_shard(args.save, pair, shard, guard=console.check)
         console.info(f"rendered sides saved to {args.save}")
     return finish(pair, args.report, console)
+
+
+def _note_new_settings(sides: Sides, config_file: str, console: Console) -> None:
+    """Say when the head side's settings file differs: the base side's is the one used."""
+    if Path(config_file).is_absolute():
+        return
+    base, head = sides.base.root / config_file, sides.head.root / config_file
+    if _content(base) == _content(head):
+        return
+    where = (
+        head.resolve()
+        if sides.head.sha is None
+        else f"a copy of {config_file} from {sides.head.ref}"
+    )
+    console.warn(
+        f"note: {config_file} differs on the head side ({sides.head.ref}); the base side's copy "
+        f"is used, so a change cannot hide its own changes. To try the new one: "
+        f"--config {where}"
+    )
+
+
+def _content(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
+def markers(config_file: str, definitions: str | None) -> tuple[str, ...]:
+    """What marks a fleet's root: its settings file or its definitions directory."""
+    return (config_file, definitions or Layout().definitions)
 
 
 def _render(sides: Sides, args: DiffArgs, console: Console) -> tuple[RenderedPair, LeakGuard]:
@@ -140,6 +173,7 @@ def render_pair(
     console: Console,
     *,
     marker_key: bytes | None,
+    unknown_filter: Callable[[str], None] | None = None,
 ) -> tuple[RenderedPair, LeakGuard]:
     """Render, redact, diff and explain both sides; returns the pair and its leak guard."""
     prepared = prepare_sides(
@@ -148,6 +182,7 @@ def render_pair(
         config_root=sides.base.root,
         marker_key=marker_key,
         watch=_announce(console, sides),
+        unknown_filter=unknown_filter,
     )
     base, head = prepared.rendered
     redacted_base, redacted_head = prepared.redacted

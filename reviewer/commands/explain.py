@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from reviewer import config as config_mod
 from reviewer import yamlio
 from reviewer.console import Console
-from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.discover import HierarchySource, Layout
+from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.explain import leaf_provenance
+from reviewer.filters import check_cluster, did_you_mean
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId
+from reviewer.paths import inside
 from reviewer.plan import ReleasePlan
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
@@ -44,6 +48,7 @@ class Located:
 def locate(args: ReleaseArgs, console: Console) -> Located:
     """Plan the release's deployment and find the release; planning errors are printed."""
     settings = config_mod.load(args.repo)
+    _check_names(args, settings.layout)
     options = SideOptions(
         layout=settings.layout,
         selection=Selection(clusters=(args.cluster,), deployments=(args.deployment,)),
@@ -57,9 +62,10 @@ def locate(args: ReleaseArgs, console: Console) -> Located:
     real = next((r for r in planned.plan.releases if _matches(r.id, args)), None)
     twin = next((r for r in planned.twin.releases if _matches(r.id, args)), None)
     if real is None or twin is None:
-        raise ReviewerError(
-            f"no release '{args.release}' in deployment '{args.deployment}' of cluster "
-            f"'{args.cluster}'",
+        names = [r.id.release for r in planned.plan.releases if _in_deployment(r.id, args)]
+        raise UsageProblem(
+            f"--release {args.release}: no such release in deployment '{args.deployment}' of "
+            f"cluster '{args.cluster}'" + did_you_mean(args.release, names),
             hint="release names are those of `reviewer render` (index.json)",
         )
     return Located(real, twin, redactor, redactor.guard())
@@ -70,14 +76,36 @@ def explain(args: ReleaseArgs, path: str | None, console: Console) -> ExitStatus
     located = locate(args, console)
     console = console.guarded(located.guard.check)
     plan = replace(located.twin, values=located.redactor.redact_manifest(located.twin.values))
-    for leaf, value, origin in leaf_provenance(plan):
+    defaults = _chart_defaults(args.repo, plan)
+    shown = 0
+    for leaf, value, origin in leaf_provenance(plan, defaults or {}):
         if path and not (leaf == path or leaf.startswith(path + ".")):
             continue
         line = f"{leaf}: {show_value(value)}  ← {origin.winner}"
         if origin.overridden:
             line += "  (overrides " + ", ".join(str(o) for o in origin.overridden) + ")"
         console.write(line + "\n")
+        shown += 1
+    if defaults is None:
+        console.info(
+            f"chart defaults of {plan.chart.ref} are not shown (the chart is not in the "
+            "repository); values not listed come from its values.yaml"
+        )
+    if path and not shown:
+        raise UsageProblem(f"no value at or under '{path}' in release {plan.id}")
     return ExitStatus.OK
+
+
+def _chart_defaults(repo: Path, plan: ReleasePlan) -> dict[str, Any] | None:
+    """The values.yaml of a chart inside the repository; None when the chart is fetched."""
+    if plan.chart.local is None:
+        return None
+    source = f"{plan.chart.local}/values.yaml"
+    path = repo / inside(repo, ".", source, file=source, field="chart")
+    if not path.is_file():
+        return {}
+    # Chart defaults are public (committed beside the chart): shown as they are.
+    return yamlio.read_mapping(path, source=source)
 
 
 def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) -> ExitStatus:
@@ -94,9 +122,25 @@ def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) ->
 
 
 def _matches(release: ReleaseId, args: ReleaseArgs) -> bool:
+    return _in_deployment(release, args) and release.release == args.release
+
+
+def _in_deployment(release: ReleaseId, args: ReleaseArgs) -> bool:
     cluster = release.cluster
     return (
         args.cluster in (cluster, cluster.rsplit("/", 1)[-1])
         and release.deployment == args.deployment
-        and release.release == args.release
     )
+
+
+def _check_names(args: ReleaseArgs, layout: Layout) -> None:
+    """A misspelt cluster or deployment fails before planning, naming the nearest names."""
+    fleet = HierarchySource(layout).discover(args.repo).clusters
+    check_cluster(args.cluster, fleet)
+    cluster = next(c for c in fleet if args.cluster in (c.path, c.name))
+    if cluster.deployment(args.deployment) is None:
+        names = [d.name for d in cluster.deployments]
+        raise UsageProblem(
+            f"--deployment {args.deployment}: cluster {cluster.path} has no such deployment"
+            + did_you_mean(args.deployment, names)
+        )

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import snapshot as snapshot_mod
+from reviewer.checkout import fleet_root
+from reviewer.commands.diff import markers
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.model import Snapshot
@@ -39,10 +41,11 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
     request = SideRequest(
         args.options, args.definitions, args.templates, args.secrets, args.tooling
     )
+    repo = fleet_root(args.repo, markers(args.options.config_file, args.definitions))
     prepared = prepare_sides(
-        (args.repo,),
+        (repo,),
         request,
-        config_root=args.repo,
+        config_root=repo,
         marker_key=args.marker_key,
         watch=lambda _, __: nullcontext(
             functools.partial(progress_bar, console, label="rendering")

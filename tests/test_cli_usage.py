@@ -1,0 +1,210 @@
+"""What a newcomer meets on the command line: names that match nothing, a missing differ,
+a subdirectory, a closed pipe, a settings file to try. Real git repositories, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import GitRepo, git
+
+from reviewer.cli import main
+from reviewer.errors import ExitStatus
+
+APP = "apps: [{template: app}]\n"
+CLUSTERS = ("prod/eu", "prod/us", "dev/a")
+
+
+@pytest.fixture
+def fleet(git_repo: GitRepo) -> GitRepo:
+    """Groups prod (eu, us) and dev (a), one deployment `web` everywhere; main, then a branch."""
+    git_repo.write("deployments/apps/web/deployment.yaml", APP)
+    for cluster in CLUSTERS:
+        git_repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
+        git_repo.write(f"deployments/{cluster}/apps/.keep", "")
+    git_repo.write("deployments/prod/group.values.yaml", "tier: gold\n")
+    git_repo.commit("fleet")
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    return git_repo
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[object, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+# --- filters that match nothing (issue 15, item 4) ------------------------------------------
+
+
+def test_a_group_name_as_cluster_fails_before_rendering_listing_its_clusters(
+    fleet: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rendered"
+    code, _, err = run(["render", str(fleet.root), "-o", str(out), "--cluster", "prod"], capsys)
+    assert code == ExitStatus.USAGE
+    assert "prod is a group; its clusters are: prod/eu, prod/us" in err
+    assert not out.exists() and "rendered" not in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "message"),
+    [
+        ("--cluster", "prod/eu-1", "--cluster prod/eu-1: no such cluster; did you mean: prod/eu,"),
+        (
+            "--deployment",
+            "wbe",
+            "--deployment wbe: no such deployment in any cluster; did you mean: web?",
+        ),
+    ],
+)
+def test_diff_with_a_filter_matching_nothing_exits_64_with_the_nearest_names(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str], flag: str, name: str, message: str
+) -> None:
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    code, out, err = run(["diff", "--repo", str(fleet.root), "--base", "main", flag, name], capsys)
+    assert code == ExitStatus.USAGE
+    assert message in err
+    assert out == "" and "rendering" not in err
+
+
+def test_a_cluster_new_on_the_head_side_is_a_valid_filter(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write("deployments/dev/b/apps/.keep", "")
+    argv = ["diff", "--repo", str(fleet.root), "--base", "main", "--cluster", "dev/b"]
+    code, out, err = run([*argv, "--format", "json"], capsys)
+    assert code == ExitStatus.OK, err
+    assert {r["cluster"] for r in json.loads(out)["releases"]} == {"dev/b"}
+
+
+# --- a differ that is not installed (item 9) -------------------------------------------------
+
+
+def test_differ_dyff_without_dyff_fails_before_rendering(
+    fleet: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bare = tmp_path / "bin-without-dyff"
+    bare.mkdir()
+    monkeypatch.setenv("PATH", str(bare))
+    code, _, err = run(["diff", "--repo", str(fleet.root), "--differ", "dyff"], capsys)
+    assert code == ExitStatus.USAGE
+    assert "no `dyff` executable is on PATH" in err and "install dyff" in err
+    assert "rendering" not in err
+
+
+# --- explain: suggestions, an empty PATH, chart defaults (item 10) ---------------------------
+
+
+def explain(fleet: GitRepo, *extra: str) -> list[str]:
+    return ["explain", str(fleet.root), "--cluster", "eu", "--deployment", "web", *extra]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--release", "ap"],
+            "--release ap: no such release in deployment 'web' of cluster 'eu'; did you mean: app?",
+        ),
+        (
+            ["--release", "app", "--cluster", "euu"],
+            "--cluster euu: no such cluster; did you mean: eu",
+        ),
+        (
+            ["--release", "app", "--deployment", "wbe"],
+            "cluster prod/eu has no such deployment; did you mean: web?",
+        ),
+        (["--release", "app", "nowhere.at.all"], "no value at or under 'nowhere.at.all'"),
+    ],
+)
+def test_explain_names_what_it_could_not_find(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, _, err = run([*explain(fleet), *argv], capsys)
+    assert code == ExitStatus.USAGE
+    assert message in err
+
+
+def test_explain_shows_chart_defaults_as_the_lowest_level(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write("deployments/global.values.yaml", "replicas: 3\n")
+    code, out, err = run([*explain(fleet), "--release", "app"], capsys)
+    assert code == ExitStatus.OK, err
+    lines = out.splitlines()
+    assert 'chartDefault: "from-chart"  ← chart values.yaml (chart default)' in lines
+    assert (
+        "replicas: 3  ← deployments/global.values.yaml (global)  "
+        "(overrides chart values.yaml (chart default))"
+    ) in lines
+
+
+# --- a subdirectory of the repository (item 11) ----------------------------------------------
+
+
+def test_diff_from_a_subdirectory_reviews_the_whole_fleet(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    monkeypatch.chdir(fleet.root / "deployments" / "prod")
+    code, out, err = run(["diff", "--base", "main", "--format", "json"], capsys)
+    assert code == ExitStatus.OK, err
+    changed = {r["cluster"] for r in json.loads(out)["releases"] if r["status"] == "changed"}
+    assert changed == {"prod/eu", "prod/us"}
+
+
+# --- a reader that leaves early (item 12) ----------------------------------------------------
+
+
+def test_a_closed_pipe_ends_quietly_with_status_141(fleet: GitRepo) -> None:
+    """`reviewer diff --exit-code 2>&1 | head -1`: like git, 128 + SIGPIPE, never "failed"."""
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    argv = [sys.executable, "-m", "reviewer", "diff", "--base", "main", "--exit-code", "-j1"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    with subprocess.Popen(
+        argv, cwd=fleet.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    ) as reader:
+        assert reader.stdout is not None
+        first = reader.stdout.readline()
+        reader.stdout.close()  # what `head -1` does after its line
+        status = reader.wait()
+    assert first.startswith(b"rendering base")
+    assert status == 141
+    assert not list(Path(fleet.root.parent).glob("reviewer-crash-*"))
+
+
+# --- trying a settings file locally (item 13) ------------------------------------------------
+
+
+def test_a_changed_working_tree_settings_file_is_named_with_how_to_try_it(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write(".reviewer.yaml", "noise: {labels: [team]}\n")
+    code, _, err = run(["diff", "--repo", str(fleet.root), "--base", "main"], capsys)
+    assert code == ExitStatus.OK, err
+    assert ".reviewer.yaml differs on the head side (working tree); the base side's copy" in err
+    assert f"--config {(fleet.root / '.reviewer.yaml').resolve()}" in err
+
+
+def test_config_by_absolute_path_is_read_locally_and_refused_in_ci(
+    fleet: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "try.yaml"
+    outside.write_text("definitions: elsewhere\n", encoding="utf-8")
+    argv = ["diff", "--repo", str(fleet.root), "--base", "main", "--config", str(outside)]
+    code, _, err = run(argv, capsys)
+    # The file outside the repository was read: its definitions root is what is missing.
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert "definitions root 'elsewhere/' not found" in err
+    code, _, err = run(["ci", "--repo", str(fleet.root), "--config", str(outside)], capsys)
+    assert code == ExitStatus.USAGE
+    assert "in CI the settings come from the target branch only" in err
