@@ -6,8 +6,8 @@ import pytest
 from conftest import Repo, release
 
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.side import SideOptions, Tooling, open_tooling, render_side
 from reviewer.model import Snapshot
+from reviewer.side import SideOptions, Tooling, open_tooling, render_side
 
 # A chart guarded by capabilities, as charts ship ServiceMonitors and version-gated objects.
 CAPS_CHART = {
