@@ -415,3 +415,21 @@ def test_diff_shows_a_change_inside_a_chartified_directory(
     out = capsys.readouterr().out
     assert done.value.code == ExitStatus.OK
     assert '"changed"' in out
+
+
+def test_atlas_cwd_paths_work_for_chartified_directories_and_patch_files(web: Repo) -> None:
+    # The ATLAS idiom: absolute paths built from atlas.cwd resolve inside the checkout.
+    web.write("manifests/extra/cm.yaml", CONFIGMAP.format(name="extra"))
+    web.write(
+        "templates/app/patches/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  labels: {patched: 'yes'}\n",
+    )
+    web.write(
+        "templates/app/helmfile.yaml.gotmpl",
+        "releases:\n  - name: app\n    chart: '{{ .Values.atlas.cwd }}/manifests/extra'\n"
+        "    strategicMergePatches:\n"
+        "      - '{{ .Values.atlas.cwd }}/templates/app/patches/cm.yaml'\n",
+    )
+    web.write("deployments/c/apps/a/deployment.yaml", DEPLOYMENT)
+    found = objects(ok(web.render()))
+    assert found[("ConfigMap", "extra")]["metadata"]["labels"] == {"patched": "yes"}
