@@ -12,13 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reviewer import decode
+from reviewer import decode, postrender
 from reviewer import values as values_mod
 from reviewer.errors import ConfigError
+from reviewer.postrender import NO_PATCHES, Patches
 from reviewer.values import ValuesEntry
 
 NAME_STYLES = ("prefix", "suffix")
-_APP_KEYS = ("template", "name", "nameStyle", "namespace", "values", "secrets", "labels")
+_APP_KEYS = (
+    "template",
+    "name",
+    "nameStyle",
+    "namespace",
+    "values",
+    "secrets",
+    "labels",
+    *postrender.PATCH_FIELDS,
+)
 _TOP_KEYS = ("apps", "settings")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -35,6 +45,7 @@ class AppSpec:
     values: tuple[ValuesEntry, ...]
     secrets: tuple[ValuesEntry, ...]
     labels: dict[str, str] = field(default_factory=dict)
+    patches: Patches = NO_PATCHES  # appended to each of its template's releases' patches
 
     @property
     def field(self) -> str:
@@ -111,6 +122,7 @@ def _app(
         values=listed("values", allow_inline=True),
         secrets=listed("secrets", allow_inline=False),
         labels=dict(decode.optional(data, "labels", at, decode.text_map, decode.NO_TEXT)),
+        patches=postrender.decode_patches(data, at, root=root, base=directory),
     )
 
 

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import helm_python
+from helm_python import _native as helm_native
 
 from reviewer import proc, yamlio
 from reviewer.errors import RenderError, ReviewerError
+from reviewer.postrender import NO_PATCHES, Patches
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class RenderRequest:
     release: str
     namespace: str
     skip_schema_validation: bool = False
+    kube_version: str | None = None  # `.Capabilities.KubeVersion`; None: the engine default
+    api_versions: tuple[str, ...] = ()  # added to `.Capabilities.APIVersions`
+    patches: Patches = NO_PATCHES  # applied to the output after Helm (see postrender)
 
 
 EMBEDDED_KUBE_VERSION = "v1.36.0"
@@ -158,12 +163,7 @@ def _load_chart(source: Path) -> helm_python.Chart:
 
 def _render(chart: helm_python.Chart, request: RenderRequest) -> dict[str, str]:
     try:
-        rendered: dict[str, str] = chart.render(
-            values=request.values,
-            name=request.release,
-            namespace=request.namespace,
-            is_install=True,
-        )
+        rendered = _render_with_capabilities(chart, request)
     except helm_python.HelmError as exc:
         raise RenderError(_one_line(exc)) from None
     # Like `helm template --include-crds`: crds/ files verbatim, read after the render so
@@ -171,6 +171,24 @@ def _render(chart: helm_python.Chart, request: RenderRequest) -> dict[str, str]:
     # binary's `# Source:` comments name them.
     crds = {crd["filename"]: crd["data"] for crd in chart.crds}
     return {**crds, **rendered}
+
+
+def _render_with_capabilities(chart: helm_python.Chart, request: RenderRequest) -> dict[str, str]:
+    options: dict[str, Any] = {
+        "name": request.release,
+        "namespace": request.namespace,
+        "is_install": True,
+        "kube_version": request.kube_version or EMBEDDED_KUBE_VERSION,
+    }
+    if request.api_versions:
+        options["api_versions"] = list(request.api_versions)
+    # `Chart.render` of helm-python-sdk 0.2.2 does not expose the kube version and API
+    # versions its native render call takes (as `helm template` does); call that directly.
+    text = helm_native.call_string(
+        "helm_render", chart._raw(), json.dumps(request.values), json.dumps(options)
+    )
+    rendered: dict[str, str] = json.loads(text)
+    return rendered
 
 
 def _one_line(exc: Exception) -> str:
@@ -297,11 +315,13 @@ def _template_args(request: RenderRequest, values: Path) -> list[str]:
         "--values",
         str(values),
         "--include-crds",
-        # The embedded SDK renders with these capabilities and cannot be told
-        # otherwise; the binary is pinned to match so both engines agree.
+        # Both engines get the same Kubernetes version (the SDK's own by default),
+        # so capability checks agree.
         "--kube-version",
-        EMBEDDED_KUBE_VERSION,
+        request.kube_version or EMBEDDED_KUBE_VERSION,
     ]
+    if request.api_versions:
+        args += ["--api-versions", ",".join(request.api_versions)]
     if request.skip_schema_validation:
         args.append("--skip-schema-validation")
     return args

@@ -150,10 +150,23 @@ def run_kustomize(
     try:
         done = proc.run(command, timeout=timeout)
     except CommandError as error:
-        raise RenderError(f"kustomize build failed: {error.message}") from None
+        raise RenderError(f"kustomize build failed: {_error_lines(error.message)}") from None
     if len(done.stdout) > max_output:
         raise RenderError(f"kustomize output exceeds {max_output} bytes")
     return done.stdout.decode("utf-8", "replace")
+
+
+def _error_lines(message: str) -> str:
+    # kustomize's own `error:` lines only: the command line names temporary and checkout
+    # directories, which differ between runs and between the two sides of a diff.
+    found = [
+        line.strip()[len("error:") :].strip()
+        for line in message.splitlines()
+        if line.strip().lower().startswith("error:")
+    ]
+    if found:
+        return "; ".join(found)
+    return message.splitlines()[0].split(":", 1)[0] if message else "kustomize failed"
 
 
 def kustomize_command(kubectl: Path, target: Path, *, home: Path) -> proc.Command:

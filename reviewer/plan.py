@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reviewer import capabilities as capabilities_mod
 from reviewer import deployment as deployment_mod
 from reviewer import jail, yamlio
 from reviewer import templates as templates_mod
@@ -23,6 +24,7 @@ from reviewer.errors import ConfigError, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId
 from reviewer.paths import CHECKOUT_ROOT
+from reviewer.postrender import NO_PATCHES, Patches
 from reviewer.templates import ChartRef, Instance, ReleaseSpec
 from reviewer.values import Layer, Values, ValuesEntry, ValuesLoader
 
@@ -46,6 +48,10 @@ class ReleasePlan:
     reproduce: str
     helm_command: str | None = None
     """The equivalent `helm template` command (values from `reviewer values`), if one exists."""
+    capabilities: capabilities_mod.Capabilities = capabilities_mod.DEFAULT
+    """Kubernetes version and API versions: the cluster's, under the release's own."""
+    patches: Patches = NO_PATCHES
+    """Applied to the rendered manifests: the template's, then the instance's."""
 
 
 @dataclass(frozen=True)
@@ -171,12 +177,17 @@ class Planner:
                 fail(release.name, error)
 
     def _helm_command(
-        self, cluster: Cluster, deployment: DeploymentDir, release: ReleaseSpec
+        self,
+        cluster: Cluster,
+        deployment: DeploymentDir,
+        release: ReleaseSpec,
+        capabilities: capabilities_mod.Capabilities,
+        patches: Patches,
     ) -> str | None:
         """`reviewer values ... > values.yaml && helm template ...` for this release."""
         chart = _helm_chart_args(release, self.display_root)
-        if chart is None:
-            return None
+        if chart is None or patches:
+            return None  # patches are applied after Helm: no one helm command does that
         values = shlex.join(
             [
                 "reviewer",
@@ -192,7 +203,15 @@ class Planner:
             ]
         )
         helm = shlex.join(
-            ["helm", "template", release.name, *chart, "--namespace", release.namespace]
+            [
+                "helm",
+                "template",
+                release.name,
+                *chart,
+                "--namespace",
+                release.namespace,
+                *_capability_args(capabilities),
+            ]
         )
         return f"{values} > /tmp/reviewer-values.yaml && {helm} -f /tmp/reviewer-values.yaml"
 
@@ -261,9 +280,17 @@ class Planner:
         final = values_mod.with_atlas(
             values_mod.merge(values_mod.combine(layers), hierarchy.values), atlas
         )
+        cluster_capabilities, capabilities_file = capabilities_mod.load_cluster(
+            self.fleet.root, cluster.levels[-1].path
+        )
+        capabilities = cluster_capabilities.under(release.capabilities)
+        patches = release.patches.then(app.patches)
         inputs = {
             f"{deployment.path}/{DEPLOYMENT_FILE}",
             release.source,
+            *release.files,
+            *app.patches.files,
+            *([capabilities_file] if capabilities_file else []),
             *(entry.file for entry, _, _ in entries if entry.file is not None),
             *(layer.source for layer in hierarchy.layers),
         }
@@ -281,7 +308,9 @@ class Planner:
             skip_schema_validation=release.skip_schema_validation,
             template_file=release.source,
             reproduce=self.reproduce(cluster.path, deployment.name),
-            helm_command=self._helm_command(cluster, deployment, release),
+            helm_command=self._helm_command(cluster, deployment, release, capabilities, patches),
+            capabilities=capabilities,
+            patches=patches,
         )
 
     def _hierarchy_for(
@@ -328,6 +357,13 @@ def _helm_chart_args(release: ReleaseSpec, display_root: str) -> list[str] | Non
         name = chart.ref.split("/", 1)[1]
         return [f"{chart.repository.rstrip('/')}/{name}", *version]
     return [chart.ref.split("/", 1)[1], "--repo", chart.repository, *version]
+
+
+def _capability_args(capabilities: capabilities_mod.Capabilities) -> list[str]:
+    args = ["--kube-version", capabilities.kube_version] if capabilities.kube_version else []
+    if capabilities.api_versions:
+        args += ["--api-versions", ",".join(capabilities.api_versions)]
+    return args
 
 
 def _instance(app: AppSpec, spec: DeploymentSpec) -> Instance:

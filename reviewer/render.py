@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reviewer import chartify, postrender
 from reviewer.charts import ChartError, ChartFetcher, ResolvedChart
 from reviewer.engine import RenderRequest
 from reviewer.errors import ReviewerError
@@ -37,6 +39,14 @@ class RenderCache:
     chart_digests: dict[Path, str] = field(default_factory=dict)
     rendered: int = 0
     reused: int = 0
+    chartified: dict[tuple[Path, str, str], Path] = field(default_factory=dict)
+    _scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    def scratch(self) -> str:
+        """A private directory for charts made from directories (removed with the cache)."""
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="reviewer-chartify-")
+        return self._scratch.name
 
     def chart_digest(self, chart: ResolvedChart) -> str:
         """sha256 of the chart's content (archive bytes, or every file of a directory)."""
@@ -66,6 +76,9 @@ def input_digest(request: RenderRequest, *, chart_digest: str, engine_id: str) -
         "release": request.release,
         "namespace": request.namespace,
         "skipSchemaValidation": request.skip_schema_validation,
+        "kubeVersion": request.kube_version,
+        "apiVersions": list(request.api_versions),
+        "patches": postrender.digest_data(request.patches),
         "engine": engine_id,
     }
     text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
@@ -138,16 +151,40 @@ def _render_pending(
 def _request(
     release: ReleasePlan, root: Path, fetcher: ChartFetcher, pool: Pool, cache: RenderCache
 ) -> tuple[RenderRequest, str]:
-    chart = fetcher.resolve(release.chart, release.version, root=root)
+    resolved = fetcher.resolve(release.chart, release.version, root=root)
+    chart = _chartified(resolved, release, root, cache)
     request = RenderRequest(
         chart=chart.path,
         values=release.values,
         release=release.id.release,
         namespace=release.namespace,
         skip_schema_validation=release.skip_schema_validation,
+        kube_version=release.capabilities.kube_version,
+        api_versions=release.capabilities.api_versions or (),
+        patches=release.patches,
     )
     digest = input_digest(request, chart_digest=cache.chart_digest(chart), engine_id=pool.engine_id)
     return request, digest
+
+
+def _chartified(
+    chart: ResolvedChart, release: ReleasePlan, root: Path, cache: RenderCache
+) -> ResolvedChart:
+    """A local directory that is not a chart becomes one (helmfile's chartify)."""
+    if chart.source != "local" or not chart.path.is_dir() or chartify.is_chart(chart.path):
+        return chart
+    key = (chart.path, release.namespace, release.id.release)
+    found = cache.chartified.get(key)
+    if found is None:
+        found = chartify.chartify(
+            chart.path,
+            root=root,
+            work_dir=Path(tempfile.mkdtemp(dir=cache.scratch())),
+            release_name=release.id.release,
+            namespace=release.namespace,
+        )
+        cache.chartified[key] = found
+    return ResolvedChart(found, chart.source, chart.name, chart.version, chart.digest)
 
 
 def _rendered(

@@ -10,6 +10,7 @@ from typing import Any
 
 import helm_python
 
+from reviewer import postrender
 from reviewer.engine import HelmEngine, RenderRequest, make_engine
 from reviewer.errors import ReviewerError
 from reviewer.gotmpl import render_template
@@ -48,7 +49,7 @@ class Handler:
     def _render(self, request: RenderRequest, output_mib: int) -> Outcome:
         try:
             info = self._engine.chart_info(request.chart)
-            rendered = self._engine.render(request)
+            rendered = postrender.apply(self._engine.render(request), request.patches)
         except ReviewerError as error:
             return Outcome(None, error=error.render())
         size = sum(len(text) for text in rendered.values())

@@ -17,11 +17,14 @@ from typing import Any
 
 import helm_python
 
-from reviewer import decode, jail, yamlio
+from reviewer import capabilities as capabilities_mod
+from reviewer import decode, jail, postrender, yamlio
 from reviewer import values as values_mod
+from reviewer.capabilities import Capabilities
 from reviewer.errors import ConfigError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.paths import inside
+from reviewer.postrender import NO_PATCHES, Patches
 from reviewer.values import Values, ValuesEntry
 
 TEMPLATE_FILES = ("helmfile.yaml.gotmpl", "helmfile.yaml")
@@ -39,6 +42,10 @@ _RELEASE_KEYS = (
     "setString",
     "labels",
     "skipSchemaValidation",
+    "directory",
+    "kubeVersion",
+    "apiVersions",
+    *postrender.PATCH_FIELDS,
 )
 # Accepted and ignored: they change how or whether helmfile deploys, never what Helm renders
 # (and the presence of deployment.yaml is the intent to install). Each is still checked for
@@ -60,18 +67,93 @@ _NO_EFFECT_RELEASE_KEYS: dict[str, decode.Decoder] = {
     "verify": decode.boolean,
     "devel": decode.boolean,
     "missingFileHandler": decode.string,
+    "keyring": decode.string,  # also checked to stay inside the checkout
+    "enableDNS": decode.boolean,  # rendering never resolves names either way
+    "disableValidation": decode.boolean,
+    "disableOpenAPIValidation": decode.boolean,
+    "disableValidationOnInstall": decode.boolean,
+    "kubeContext": decode.string,
+    "skipDeps": decode.boolean,
+    "reuseValues": decode.boolean,
+    "cascade": decode.string,
+    "suppressDiff": decode.boolean,
+    "adopt": decode.strings,
+    "insecureSkipTLSVerify": decode.boolean,
+    "verifyTemplate": decode.string,
+    "waitTemplate": decode.string,
+    "forceGoGetter": decode.boolean,
+    "takeOwnership": decode.boolean,
+    "syncReleaseLabels": decode.boolean,
+    "deleteWait": decode.boolean,
+    "deleteTimeout": decode.integer,
 }
 # Would change what gets deployed in ways we cannot reproduce exactly: refuse, never ignore.
 _REJECTED_RELEASE_KEYS = {
     "postRenderer": "the reviewer owns post-processing of rendered manifests",
     "postRendererArgs": "the reviewer owns post-processing of rendered manifests",
-    "strategicMergePatches": "patches applied by helmfile are not supported",
-    "jsonPatches": "patches applied by helmfile are not supported",
-    "transformers": "kustomize transformers are not supported",
     "hooks": "helmfile hooks run commands, which review rendering never does",
+    "forceNamespace": "helmfile's experimental forceNamespace is not reproduced; "
+    "set the namespace in the chart, or add a NamespaceTransformer under transformers",
+    "dependencies": "ad-hoc chart dependencies are fetched at deploy time; "
+    "declare them in the chart's Chart.yaml",
+    "inherit": "release templates (top-level templates:) are not supported",
+    "valuesTemplate": "use values (app templates are already rendered as Go templates)",
+    "setTemplate": "use set (app templates are already rendered as Go templates)",
+    "env": "helmfile's deprecated env: reads the environment; use set",
+    "valuesPathPrefix": "write values paths relative to the template",
 }
 _ACCEPTED_RELEASE_KEYS = (*_RELEASE_KEYS, *_NO_EFFECT_RELEASE_KEYS)
-_TOP_KEYS = ("bases", "commonLabels", "environments", "helmDefaults", "releases", "repositories")
+_TOP_KEYS = (
+    "bases",
+    "commonLabels",
+    "environments",
+    "helmDefaults",
+    "releases",
+    "repositories",
+    "kubeVersion",
+    "apiVersions",
+)
+# helmDefaults keys: none of these changes what Helm renders under ATLAS (its per-release
+# skipSchemaValidation default always overrides the helmDefaults one).
+_HELM_DEFAULTS: dict[str, decode.Decoder] = {
+    **{
+        key: _NO_EFFECT_RELEASE_KEYS[key]
+        for key in (
+            "kubeContext",
+            "verify",
+            "keyring",
+            "enableDNS",
+            "devel",
+            "wait",
+            "waitForJobs",
+            "timeout",
+            "recreatePods",
+            "force",
+            "atomic",
+            "cleanupOnFail",
+            "historyMax",
+            "createNamespace",
+            "skipDeps",
+            "reuseValues",
+            "cascade",
+            "disableValidation",
+            "disableOpenAPIValidation",
+            "insecureSkipTLSVerify",
+            "takeOwnership",
+            "syncReleaseLabels",
+            "deleteWait",
+            "deleteTimeout",
+        )
+    },
+    "skipSchemaValidation": decode.boolean,
+    "suppressOutputLineRegex": decode.strings,
+    "skipRefresh": decode.boolean,
+}
+_REFUSED_HELM_DEFAULTS = {
+    "args": "extra helm arguments cannot be reproduced exactly",
+    "postRenderer": _REJECTED_RELEASE_KEYS["postRenderer"],
+    "postRendererArgs": _REJECTED_RELEASE_KEYS["postRendererArgs"],
+}
 
 
 @dataclass(frozen=True)
@@ -115,6 +197,9 @@ class ReleaseSpec:
     set_values: Values
     labels: dict[str, str] = field(default_factory=dict)
     skip_schema_validation: bool = False
+    capabilities: Capabilities = capabilities_mod.DEFAULT  # the release's and template's fields
+    patches: Patches = NO_PATCHES
+    files: tuple[str, ...] = ()  # other repository files it reads (set files, patches)
     source: str = ""  # template file
     field: str = ""  # e.g. "releases[0]"
 
@@ -179,8 +264,11 @@ def expand(
     repositories: dict[str, Repository] = {}
     raw_releases: list[tuple[int, object]] = []
     common_labels: dict[str, str] = {}
+    defaults = capabilities_mod.DEFAULT
     for document in documents:
         data = decode.mapping(document, top, allowed=_TOP_KEYS)
+        defaults = defaults.under(capabilities_mod.decode_fields(data, top))
+        _check_helm_defaults(data, top)
         repositories.update(
             decode.optional(data, "repositories", top, _repositories, _NO_REPOSITORIES)
         )
@@ -192,6 +280,10 @@ def expand(
     if not raw_releases:
         raise top.key("releases").error("the template declares no releases")
     template_dir = source.rsplit("/", 1)[0]
+
+    def render_file(text: str, path: str) -> str:
+        return renderer.render(text, values=context, source=path)
+
     return [
         _release(
             raw,
@@ -202,6 +294,8 @@ def expand(
             instance=instance,
             repositories=repositories,
             common_labels=common_labels,
+            defaults=defaults,
+            render_file=render_file,
         )
         for index, raw in raw_releases
     ]
@@ -217,6 +311,8 @@ def _release(
     instance: Instance,
     repositories: dict[str, Repository],
     common_labels: dict[str, str],
+    defaults: Capabilities,
+    render_file: postrender.FileRenderer,
 ) -> ReleaseSpec:
     at = decode.Field(source).key("releases").index(index)
     for key in decode.mapping(raw, at):
@@ -226,9 +322,15 @@ def _release(
     for key, value in data.items():
         if key in _NO_EFFECT_RELEASE_KEYS and value is not None:
             _NO_EFFECT_RELEASE_KEYS[key](value, at.key(key))
+    if "keyring" in data:
+        keyring = decode.string(data["keyring"], at.key("keyring"))
+        inside(root, template_dir, keyring, file=at.file, field=at.key("keyring").name)
     template_release = decode.required(data, "name", at, _name)
-    chart_ref = decode.required(data, "chart", at, _name)
-    chart = _chart(chart_ref, root, template_dir, repositories, where=at.key("chart"))
+    chart_key = _chart_key(data, at)
+    chart_ref = decode.required(data, chart_key, at, _name)
+    chart = _chart(chart_ref, root, template_dir, repositories, where=at.key(chart_key))
+    set_values, set_files = _set_values(data, at, root=root, template_dir=template_dir)
+    patches = postrender.decode_patches(data, at, root=root, base=template_dir, render=render_file)
     name = release_name(template_release, instance)
     _check_release_name(name, source=source, where=at.key("name").name)
     declared_namespace = decode.optional(data, "namespace", at, decode.string, "")
@@ -240,12 +342,15 @@ def _release(
         version=decode.optional(data, "version", at, decode.text, None),
         values=_entries(data, "values", at, root=root, template_dir=template_dir),
         secrets=_entries(data, "secrets", at, root=root, template_dir=template_dir),
-        set_values=_set_values(data, at),
+        set_values=set_values,
         labels={**common_labels, **labels},
         # ATLAS defaults it to true when absent and keeps a user-set true or false.
         skip_schema_validation=decode.optional(
             data, "skipSchemaValidation", at, decode.boolean, True
         ),
+        capabilities=defaults.under(capabilities_mod.decode_fields(data, at)),
+        patches=patches,
+        files=(*set_files, *patches.files),
         source=source,
         field=at.name,
     )
@@ -253,6 +358,26 @@ def _release(
 
 def _name(value: object, at: decode.Field) -> str:
     return decode.string(value, at, empty=False)
+
+
+def _chart_key(data: dict[str, Any], at: decode.Field) -> str:
+    """`chart`, or helmfile's alias `directory` (not both)."""
+    if "directory" in data and "chart" in data:
+        raise at.key("directory").error("is an alias of chart; set only one of them")
+    return "directory" if "directory" in data else "chart"
+
+
+def _check_helm_defaults(data: dict[str, Any], top: decode.Field) -> None:
+    if data.get("helmDefaults") is None:
+        return
+    at = top.key("helmDefaults")
+    for key in decode.mapping(data["helmDefaults"], at):
+        if key in _REFUSED_HELM_DEFAULTS:
+            raise at.key(key).error(f"is not supported: {_REFUSED_HELM_DEFAULTS[key]}")
+    defaults = decode.mapping(data["helmDefaults"], at, allowed=tuple(_HELM_DEFAULTS))
+    for key, value in defaults.items():
+        if value is not None:
+            _HELM_DEFAULTS[key](value, at.key(key))
 
 
 def _entries(
@@ -326,19 +451,43 @@ def _repositories(value: object, at: decode.Field) -> Mapping[str, Repository]:
     return found
 
 
-def _set_values(data: dict[str, Any], at: decode.Field) -> Values:
-    """`set` (typed like `--set`) then `setString` (always strings), as one values map."""
+def _set_values(
+    data: dict[str, Any], at: decode.Field, *, root: Path, template_dir: str
+) -> tuple[Values, list[str]]:
+    """`set` (typed like `--set`) then `setString` (always strings), as one values map,
+    and the files `file:` entries read (template-relative, like `--set-file`)."""
     merged: Values = {}
+    files: list[str] = []
     for key, as_string in (("set", False), ("setString", True)):
         items = decode.optional(data, key, at, decode.sequence, decode.NO_ITEMS)
         for index, item in enumerate(items):
-            parsed = _one_set(item, as_string=as_string, at=at.key(key).index(index))
+            where = at.key(key).index(index)
+            entry = decode.mapping(item, where, allowed=("name", "value", "values", "file"))
+            if entry.get("file") is not None:
+                parsed, path = _set_file(entry, root=root, template_dir=template_dir, at=where)
+                files.append(path)
+            else:
+                parsed = _one_set(entry, as_string=as_string, at=where)
             merged = values_mod.merge(merged, parsed)
-    return merged
+    return merged, files
 
 
-def _one_set(item: object, *, as_string: bool, at: decode.Field) -> Values:
-    data = decode.mapping(item, at)
+def _set_file(
+    entry: dict[str, Any], *, root: Path, template_dir: str, at: decode.Field
+) -> tuple[Values, str]:
+    """`file:` — the value is the file's text, as `helm --set-file` sets it."""
+    name = decode.required(entry, "name", at, _name)
+    relative = decode.string(entry["file"], at.key("file"), empty=False)
+    path = inside(root, template_dir, relative, file=at.file, field=at.key("file").name)
+    jail.resolve_file(root, path)  # refuses escaping symlinks and special files
+    content = yamlio.read_text(root / path, source=path)
+    try:
+        return dict(helm_python.parse_set_literal(f"{name}={content}")), path
+    except helm_python.HelmError:
+        raise at.error(f"cannot parse set expression for '{name}'") from None
+
+
+def _one_set(data: dict[str, Any], *, as_string: bool, at: decode.Field) -> Values:
     name = decode.required(data, "name", at, _name)
     if "values" in data:
         value: Any = decode.sequence(data["values"], at.key("values"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reviewer import yamlio
+from reviewer import postrender, yamlio
 from reviewer.engine import ChartInfo, HelmEngine, RenderRequest, make_engine
 from reviewer.errors import ReviewerError
 from reviewer.model import Resource
@@ -35,7 +35,7 @@ def render_request(engine: HelmEngine, request: RenderRequest) -> Outcome:
     """Render one request with `engine`; failures become an `Outcome` with an error."""
     try:
         info = engine.chart_info(request.chart)
-        rendered = engine.render(request)
+        rendered = postrender.apply(engine.render(request), request.patches)
         return Outcome(info, tuple(manifests(rendered)))
     except ReviewerError as error:
         return Outcome(None, error=error.render())

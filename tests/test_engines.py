@@ -348,3 +348,39 @@ def test_engines_by_name(tmp_path: Path) -> None:
         make_engine("helm5")
     with pytest.raises(ReviewerError, match="--helm-engine binary"):
         make_engine("embedded", binary=tmp_path / "helm")
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "api_versions"),
+    [
+        (None, ()),
+        ("v1.29.3", ("monitoring.coreos.com/v1",)),
+        ("v1.31.0", ("monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor")),
+    ],
+)
+def test_engines_agree_on_capabilities(
+    tmp_path: Path,
+    engines: tuple[EmbeddedEngine, BinaryEngine],
+    kube_version: str | None,
+    api_versions: tuple[str, ...],
+) -> None:
+    files = {
+        "templates/caps.yaml": (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n"
+            "  version: {{ .Capabilities.KubeVersion.Version | quote }}\n"
+            "  minor: {{ .Capabilities.KubeVersion.Minor | quote }}\n"
+            '  group: {{ .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" | quote }}\n'
+            "  kind: {{ .Capabilities.APIVersions.Has"
+            ' "monitoring.coreos.com/v1/ServiceMonitor" | quote }}\n'
+            '  apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}\n'
+        )
+    }
+    chart = chart_dir(tmp_path, "caps", files)
+    request = RenderRequest(
+        chart, {}, "rel", "ns", kube_version=kube_version, api_versions=api_versions
+    )
+    rendered = next(text for text in assert_agree(engines, request) if "name: caps" in text)
+    expected_version = kube_version or "v1.36.0"
+    assert f"version: {expected_version}" in rendered
+    assert f"group: '{str(bool(api_versions)).lower()}'" in rendered
+    assert "apps: 'true'" in rendered
