@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import decode
+from reviewer import decode, regenerated
 from reviewer import explain as explain_mod
 from reviewer import snapshot as snapshot_mod
 from reviewer.diff.result import SnapshotDiff
@@ -19,6 +19,7 @@ from reviewer.errors import ReviewerError
 from reviewer.explain import Explanation, FileImpact, NoEffect, Origin, ValueChange
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.noise import NoiseRules
+from reviewer.regenerated import Regeneration
 from reviewer.report import SideInfo
 from reviewer.snapshot import Guard
 
@@ -38,6 +39,8 @@ class RenderedPair:
     explanation: Explanation = field(default_factory=Explanation)
     hidden: frozenset[tuple[ReleaseId, ResourceKey]] = frozenset()
     """Objects whose only change is a secret whose redacted form did not change."""
+    regeneration: Regeneration = field(default_factory=Regeneration)
+    """Fields the charts regenerate on every render: listed, never compared."""
     diff: SnapshotDiff | None = field(default=None, compare=False)
     """The diff, once computed (not saved: a merge diffs the combined sides again)."""
 
@@ -64,6 +67,7 @@ def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
             [str(rid), key.group, key.kind, key.namespace, key.name]
             for rid, key in sorted(pair.hidden)
         ],
+        "regenerated": regenerated.to_json(pair.regeneration),
     }
     text = json.dumps(meta, indent=2) + "\n"
     guard(text, "review.json")
@@ -85,6 +89,9 @@ def load(root: Path) -> RenderedPair:
         noise=NoiseRules.from_mapping(decode.optional_map(meta, "noise", top), source=top.file),
         explanation=decode.optional(meta, "explain", top, _explanation, Explanation()),
         hidden=decode.optional(meta, "hidden", top, _hidden, frozenset()),
+        regeneration=decode.optional(
+            meta, "regenerated", top, regenerated.from_json, Regeneration()
+        ),
     )
 
 
@@ -200,6 +207,7 @@ def merge(pairs: Sequence[RenderedPair]) -> RenderedPair:
         noise=first.noise,
         explanation=explain_mod.merge(pair.explanation for pair in pairs),
         hidden=frozenset().union(*(pair.hidden for pair in pairs)),
+        regeneration=regenerated.merge(pair.regeneration for pair in pairs),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from typing import Any
 
@@ -18,6 +19,7 @@ from reviewer import markdown
 from reviewer.diff.result import (
     ChangeGroup,
     Failure,
+    RegeneratedChange,
     ReleaseDiff,
     ReleaseStatus,
     ResourceDiff,
@@ -25,10 +27,14 @@ from reviewer.diff.result import (
     SnapshotDiff,
 )
 from reviewer.explain import Explanation, ValueChange
+from reviewer.model import ReleaseId, ResourceKey
+from reviewer.release_summary import ReleaseSummary, summaries
 
 REPORT_SCHEMA = "reviewer.report/v1"
 BLAST_RADIUS_LINES = 20
 """Files listed in the blast-radius summary; the JSON report lists them all."""
+REGENERATED_LINES = 30
+"""Regenerated fields listed in text and Markdown; the JSON report lists them all."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +131,30 @@ class Review:
         return [r for r in self.diff.releases if r.status is not ReleaseStatus.UNCHANGED]
 
     def repeated_changes(self) -> list[ChangeGroup]:
-        """Changes that apply identically to several objects: shown once, with their owners."""
-        return [group for group in self.diff.groups if len(group.members) > 1]
+        """Changes that apply identically to several objects: shown once, with their owners.
+
+        Objects of added and removed releases are summarised instead, never shown in full.
+        """
+        whole = {
+            release.id
+            for release in self.diff.releases
+            if release.status in (ReleaseStatus.ADDED, ReleaseStatus.REMOVED)
+        }
+        return [
+            group
+            for group in self.diff.groups
+            if len(group.members) > 1 and any(rid not in whole for rid, _ in group.members)
+        ]
+
+    @cached_property
+    def summaries(self) -> dict[ReleaseId, ReleaseSummary]:
+        """Added and removed releases in brief: objects with sizes, what an added one resembles."""
+        return summaries(self.diff)
+
+    @cached_property
+    def regenerated(self) -> list[tuple[ReleaseId, ResourceKey, RegeneratedChange]]:
+        """Fields the charts regenerate on every render: listed, never compared."""
+        return list(self.diff.regenerated_fields())
 
     def repeat_number(self, release: ReleaseDiff, diff: ResourceDiff) -> int | None:
         """The 1-based number of the repeated change this object diff belongs to, if any."""
@@ -160,6 +188,7 @@ def to_json(review: Review) -> dict[str, Any]:
             "releases": review.totals(),
             "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
             "routine": review.diff.routine_counts(),
+            "regenerated": len(review.regenerated),
         },
         "releases": [_release_json(review, release) for release in review.diff.releases],
         "groups": [
@@ -181,6 +210,17 @@ def to_json(review: Review) -> dict[str, Any]:
         "stillFailing": [
             {**_failure_json(f), "blocking": review.fail_on_preexisting}
             for f in review.diff.still_failing
+        ],
+        "regenerated": [
+            {
+                "release": str(rid),
+                "kind": key.kind,
+                "namespace": key.namespace,
+                "name": key.name,
+                "path": item.path,
+                "comparable": item.comparable,
+            }
+            for rid, key, item in review.regenerated
         ],
         "warnings": list(review.all_warnings),
     }
@@ -222,6 +262,18 @@ def _release_json(review: Review, release: ReleaseDiff) -> dict[str, Any]:
         "unchangedResources": release.unchanged,
         "resources": [_resource_json(release, diff) for diff in release.resources],
         "values": [explain_mod.value_change_json(c) for c in review.value_changes(release)],
+        "resembles": _resembles_json(review.summaries.get(release.id)),
+    }
+
+
+def _resembles_json(summary: ReleaseSummary | None) -> dict[str, Any] | None:
+    if summary is None or summary.resembles is None:
+        return None
+    found = summary.resembles
+    return {
+        "release": str(found.release),
+        "similarity": round(found.similarity, 3),
+        "differences": list(found.differences),
     }
 
 
@@ -244,6 +296,7 @@ def _resource_json(release: ReleaseDiff, diff: ResourceDiff) -> dict[str, Any]:
         "routine": [str(item) for item in diff.routine],
         "routineOnly": diff.routine_only,
         "secretOnly": diff.secret_only,
+        "regenerated": [item.path for item in diff.regenerated],
     }
     if diff.status is ResourceStatus.MOVED:
         entry["from"] = str(diff.base_release)
@@ -300,9 +353,38 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
             yield f"  reproduce: {failure.reproduce}"
         if failure.helm_command:
             yield f"  with helm: {failure.helm_command}"
+    yield from _regenerated_text(review)
     yield from _repeated_text(review, paint)
     for release in review.changed_releases():
         yield from _release_text(review, release, paint)
+
+
+def _regenerated_text(review: Review) -> Iterator[str]:
+    found = review.regenerated
+    if not found:
+        return
+    yield (
+        f"regenerated on every render (not compared): {len(found)} field(s) in "
+        f"{len({(rid, key) for rid, key, _ in found})} object(s)"
+    )
+    for rid, key, item in found[:REGENERATED_LINES]:
+        yield f"  {rid}: {key}: {item.line()}"
+    if len(found) > REGENERATED_LINES:
+        yield f"  ... and {len(found) - REGENERATED_LINES} more (see the JSON report)"
+
+
+def _summary_text(summary: ReleaseSummary) -> Iterator[str]:
+    yield f"    {len(summary.objects)} object(s), {summary.lines} lines, {summary.bytes} bytes:"
+    for item in summary.objects:
+        yield f"      {item.key} ({item.lines} lines, {item.bytes} bytes)"
+    found = summary.resembles
+    if found is None:
+        return
+    yield f"    most resembles {found.release} ({found.similarity:.0%} alike); differences:"
+    for line in found.differences or ("(none)",):
+        yield f"      {line}"
+    if found.more:
+        yield f"      ... and {found.more} more line(s)"
 
 
 def _blast_radius_text(review: Review) -> Iterator[str]:
@@ -347,6 +429,10 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
         yield "    values:"
         for change in changes:
             yield f"      {change.line()}"
+    summary = review.summaries.get(release.id)
+    if summary is not None:
+        yield from _summary_text(summary)
+        return
     for diff in release.resources:
         yield from _resource_text(review, release, diff, paint)
 
@@ -458,5 +544,8 @@ def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
     environment = _environment()
     environment.globals["repeat_number"] = review.repeat_number
     return environment.get_template(template).render(
-        review=review, mark=_MARK, blast_radius_lines=BLAST_RADIUS_LINES
+        review=review,
+        mark=_MARK,
+        blast_radius_lines=BLAST_RADIUS_LINES,
+        regenerated_lines=REGENERATED_LINES,
     )

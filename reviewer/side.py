@@ -27,7 +27,8 @@ from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, Planner, ReleasePlan
 from reviewer.redact import LeakGuard, Redactor, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
-from reviewer.render import RenderCache, render_plan
+from reviewer.regenerated import Regeneration, find_regenerated
+from reviewer.render import RenderCache, render_again, render_plan
 from reviewer.sandbox import SandboxPool
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
@@ -222,6 +223,8 @@ class SideRender:
     replacements: dict[str, str]
     plans: dict[ReleaseId, ReleasePlan]
     """The redacted twin's release plans: values and provenance safe to show."""
+    real: tuple[ReleasePlan, ...] = ()
+    """The release plans as rendered (real values), for a second render."""
 
 
 def plan_twins(
@@ -278,7 +281,7 @@ def render_side(
             progress=lambda _: advance(),
         )
     plans = {release.id: release for release in planned.twin.releases}
-    return SideRender(snapshot, planned.replacements, plans)
+    return SideRender(snapshot, planned.replacements, plans, tuple(plan.releases))
 
 
 def _redact_resource(resource: Resource, redactor: Redactor) -> Resource:
@@ -347,6 +350,8 @@ class PreparedSides:
     redactor: Redactor
     keyless: str | None
     """The report line saying secrets were not decrypted, if any were not."""
+    regeneration: Regeneration = field(default_factory=Regeneration)
+    """Fields the last side's charts regenerate on every render (found by rendering twice)."""
 
     def guard(self) -> LeakGuard:
         """The leak guard of the finished redaction (map keys redacted so far are public)."""
@@ -391,6 +396,7 @@ def prepare_sides(
                         bar=bar,
                     )
                 )
+        regeneration = _regeneration(roots, rendered, tools)
     replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
     redactor = Redactor(replacements, key=marker_key)
     return PreparedSides(
@@ -399,4 +405,23 @@ def prepare_sides(
         redacted=tuple(redact_snapshot(side.snapshot, redactor) for side in rendered),
         redactor=redactor,
         keyless=keyless_warning(decoder.keyless_sources),
+        regeneration=regeneration,
     )
+
+
+def _regeneration(
+    roots: Sequence[Path], rendered: Sequence[SideRender], tools: Tools
+) -> Regeneration:
+    """For a pair of sides: render the head's differing releases again and compare."""
+    if len(rendered) != 2:
+        return Regeneration()
+    head = rendered[1]
+    plans = {release.id: release for release in head.real}
+
+    def again(ids: Sequence[ReleaseId]) -> dict[ReleaseId, RenderedRelease]:
+        wanted = [plans[rid] for rid in ids if rid in plans]
+        return render_again(
+            wanted, root=roots[1], fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
+        )
+
+    return find_regenerated(rendered[0].snapshot, head.snapshot, again)

@@ -135,7 +135,9 @@ def _render(sides: Sides, args: DiffArgs, console: Console) -> tuple[RenderedPai
 def compare(pair: RenderedPair, args: ReportArgs) -> SnapshotDiff:
     """The diff of a rendered pair with the report options' context, differ and noise rules."""
     options = DiffOptions(context=args.context, differ=args.differ, noise=pair.noise)
-    return diff_snapshots(pair.base, pair.head, options=options, hidden=pair.hidden)
+    return diff_snapshots(
+        pair.base, pair.head, options=options, hidden=pair.hidden, regeneration=pair.regeneration
+    )
 
 
 def review_of(
@@ -189,7 +191,13 @@ def render_pair(
     noise = prepared.config.noise
     hidden = hidden_changes(base.snapshot, head.snapshot, redacted_base, redacted_head)
     options = DiffOptions(context=report_args.context, differ=report_args.differ, noise=noise)
-    diff = diff_snapshots(redacted_base, redacted_head, options=options, hidden=hidden)
+    diff = diff_snapshots(
+        redacted_base,
+        redacted_head,
+        options=options,
+        hidden=hidden,
+        regeneration=prepared.regeneration,
+    )
     explanation = explain(
         base=base.plans,
         head=head.plans,
@@ -208,6 +216,7 @@ def render_pair(
         noise=noise,
         explanation=explanation,
         hidden=hidden,
+        regeneration=prepared.regeneration,
         diff=diff,
     )
     # Taken last: the explanation's redacted values belong to the finished redaction.

@@ -20,23 +20,39 @@ from reviewer.diff.result import (
 )
 from reviewer.diff.views import Settings, diff_one_side, diff_pair
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, ResourceKey, Snapshot
+from reviewer.regenerated import Regeneration
 
 
 def diff_snapshots(
-    base: Snapshot, head: Snapshot, *, options: DiffOptions, hidden: HiddenChanges = frozenset()
+    base: Snapshot,
+    head: Snapshot,
+    *,
+    options: DiffOptions,
+    hidden: HiddenChanges = frozenset(),
+    regeneration: Regeneration | None = None,
 ) -> SnapshotDiff:
     """Pair releases and objects of two snapshots and describe every difference.
 
     `hidden` names objects whose only change is invisible after redaction: they
     are reported as changed with a note instead of being dropped as identical.
+    `regeneration` names fields the chart regenerates on every render: listed, not compared.
     """
-    settings = Settings(options, resolve_differ(options.differ), hidden)
+    settings = Settings(
+        options, resolve_differ(options.differ), hidden, regeneration or Regeneration()
+    )
     old = {**base.by_id(), **_stand_ins(base, head.by_id())}
     new = {**head.by_id(), **_stand_ins(head, old)}
     pairings, pairs = pair_all(old, new, rename_threshold=options.rename_threshold)
-    per_release, unchanged = _collect(pairings, pairs, settings)
+    per_release, unchanged, renewed = _collect(pairings, pairs, settings)
     releases = tuple(
-        _release_diff(rid, old.get(rid), new.get(rid), per_release.get(rid, []), unchanged[rid])
+        _release_diff(
+            rid,
+            old.get(rid),
+            new.get(rid),
+            per_release.get(rid, []),
+            unchanged[rid],
+            tuple(renewed.get(rid, ())),
+        )
         for rid in pairings
     )
     return SnapshotDiff(
@@ -75,16 +91,22 @@ def _stand_ins(
 
 def _collect(
     pairings: Mapping[ReleaseId, Pairing], pairs: list[Pair], settings: Settings
-) -> tuple[dict[ReleaseId, list[ResourceDiff]], Counter[ReleaseId]]:
-    """Object diffs per release (a move under both owners) and counts of unchanged objects."""
+) -> tuple[
+    dict[ReleaseId, list[ResourceDiff]], Counter[ReleaseId], dict[ReleaseId, list[ResourceDiff]]
+]:
+    """Object diffs per release (a move under both owners), counts of unchanged objects,
+    and objects whose only differences are regenerated fields (counted as unchanged)."""
     per_release: dict[ReleaseId, list[ResourceDiff]] = {}
     unchanged: Counter[ReleaseId] = Counter()
+    renewed: dict[ReleaseId, list[ResourceDiff]] = {}
     for rid, pairing in pairings.items():
         mine = per_release.setdefault(rid, [])
         for old, new in pairing.matched:
             diff = diff_pair(Pair(ResourceStatus.CHANGED, rid, old, rid, new), settings)
-            if diff is None:
+            if diff is None or diff.regenerated_only:
                 unchanged[rid] += 1
+                if diff is not None:
+                    renewed.setdefault(rid, []).append(diff)
             else:
                 mine.append(diff)
         for status, resources in (
@@ -97,7 +119,7 @@ def _collect(
         assert found is not None, "moves and renames always produce a diff"
         for owner in dict.fromkeys((pair.base_id, pair.head_id)):
             per_release.setdefault(owner, []).append(found)
-    return per_release, unchanged
+    return per_release, unchanged, renewed
 
 
 def _release_diff(
@@ -106,6 +128,7 @@ def _release_diff(
     head: RenderedRelease | None,
     resources: list[ResourceDiff],
     unchanged: int,
+    regenerated: tuple[ResourceDiff, ...],
 ) -> ReleaseDiff:
     ordered = tuple(sorted(resources, key=lambda diff: (diff.key, diff.status.value)))
     return ReleaseDiff(
@@ -115,6 +138,7 @@ def _release_diff(
         head=head,
         resources=ordered,
         unchanged=unchanged,
+        regenerated=regenerated,
     )
 
 

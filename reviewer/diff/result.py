@@ -12,6 +12,9 @@ from reviewer.model import ReleaseId, RenderedRelease, ResourceKey
 from reviewer.semantic import PathChange
 
 SECRET_ONLY_NOTE = "a secret value changed; its redacted form is the same, so no line shows it"
+UNCOMPARABLE_NOTE = (
+    "regenerated on every render, and lines both renders share changed too: cannot be compared"
+)
 
 
 class ReleaseStatus(str, Enum):
@@ -53,6 +56,20 @@ class RoutineChange:
 
 
 @dataclass(frozen=True)
+class RegeneratedChange:
+    """A field the chart regenerates on every render; not compared, only listed."""
+
+    path: str
+    comparable: bool = True
+
+    def line(self) -> str:
+        """`path: regenerated on every render` (or why it cannot be compared)."""
+        if self.comparable:
+            return f"{self.path}: regenerated on every render"
+        return f"{self.path}: {UNCOMPARABLE_NOTE}"
+
+
+@dataclass(frozen=True)
 class ResourceDiff:
     """One object that differs; `base_*`/`head_*` are None on the side where it is absent."""
 
@@ -76,6 +93,19 @@ class ResourceDiff:
     """For renames: how alike the two objects are, ignoring the name (0..1)."""
     secret_only: bool = False
     """The object's unredacted content changed but its redacted form did not."""
+    regenerated: tuple[RegeneratedChange, ...] = ()
+    """Fields that differ because the chart regenerates them on every render."""
+
+    @property
+    def regenerated_only(self) -> bool:
+        """Every difference is a field regenerated on every render: not a change at all."""
+        return (
+            bool(self.regenerated)
+            and not self.changes
+            and not self.routine
+            and not self.secret_only
+            and all(item.comparable for item in self.regenerated)
+        )
 
     @property
     def key(self) -> ResourceKey:
@@ -98,11 +128,12 @@ class ResourceDiff:
 
     def semantic_lines(self) -> list[str]:
         """The path-level view as text lines: dyff's report when it ran, else the built-in one."""
+        notes = [item.line() for item in self.regenerated if not item.comparable]
         if self.secret_only:
-            return [SECRET_ONLY_NOTE]
+            return [SECRET_ONLY_NOTE, *notes]
         if self.dyff is not None:
-            return self.dyff.splitlines()
-        return [line for change in self.changes for line in change.lines()]
+            return [*self.dyff.splitlines(), *notes]
+        return [line for change in self.changes for line in change.lines()] + notes
 
 
 @dataclass(frozen=True)
@@ -116,6 +147,15 @@ class ReleaseDiff:
     resources: tuple[ResourceDiff, ...] = ()
     """Objects that differ, by key; a move is listed under both of its owners."""
     unchanged: int = 0
+    regenerated: tuple[ResourceDiff, ...] = ()
+    """Objects whose only differences are fields regenerated on every render (unchanged)."""
+
+    def regenerated_fields(self) -> Iterator[tuple[ResourceKey, RegeneratedChange]]:
+        """Every regenerated field of this release's objects, changed or not."""
+        for diff in (*self.resources, *self.regenerated):
+            if diff.release == self.id:
+                for item in diff.regenerated:
+                    yield diff.key, item
 
     @property
     def base_error(self) -> str | None:
@@ -247,6 +287,12 @@ class SnapshotDiff:
         for _, diff in self.resource_diffs():
             counts.update(item.rule for item in diff.routine)
         return dict(counts)
+
+    def regenerated_fields(self) -> Iterator[tuple[ReleaseId, ResourceKey, RegeneratedChange]]:
+        """Every field regenerated on every render, with its release and object."""
+        for release in self.releases:
+            for key, item in release.regenerated_fields():
+                yield release.id, key, item
 
     def resource_diffs(self) -> Iterator[tuple[ReleaseId, ResourceDiff]]:
         """Every object diff once, with its owning release (a move under its head owner)."""

@@ -7,15 +7,29 @@ with their rule; the path-level view is built in, or dyff's report.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from reviewer import yamlio
 from reviewer.diff.options import Differ, DiffOptions, HiddenChanges
 from reviewer.diff.pairing import Pair
-from reviewer.diff.result import DiffSide, ResourceDiff, ResourceStatus, RoutineChange
+from reviewer.diff.result import (
+    DiffSide,
+    RegeneratedChange,
+    ResourceDiff,
+    ResourceStatus,
+    RoutineChange,
+)
 from reviewer.model import ReleaseId, Resource, ResourceKey
 from reviewer.noise import NoiseRules, prune_pair
-from reviewer.semantic import ChangeKind, Path, PathChange, dyff_between, semantic_diff
+from reviewer.regenerated import RegeneratedField, Regeneration
+from reviewer.semantic import (
+    ChangeKind,
+    Path,
+    PathChange,
+    dyff_between,
+    format_path,
+    semantic_diff,
+)
 
 NO_FILE = "/dev/null"
 
@@ -27,6 +41,7 @@ class Settings:
     options: DiffOptions
     differ: Differ
     hidden: HiddenChanges = frozenset()
+    regeneration: Regeneration = field(default_factory=Regeneration)
 
 
 def file_label(side: DiffSide, release_id: ReleaseId, key: ResourceKey) -> str:
@@ -59,14 +74,19 @@ def diff_pair(pair: Pair, settings: Settings) -> ResourceDiff | None:
         head_api_version=head.api_version,
         similarity=pair.similarity,
     )
+    same = pair.status is ResourceStatus.CHANGED and pair.base_id == pair.head_id
+    regenerated = settings.regeneration.at(pair.head_id, head.key) if same else ()
     if pair.status is ResourceStatus.CHANGED and base.body == head.body:
+        if (pair.head_id, head.key) in settings.regeneration.only:
+            return replace(shell, regenerated=_listed(regenerated))
         hidden = (pair.head_id, head.key) in settings.hidden
         return replace(shell, secret_only=True) if hidden else None
     kind_rule = settings.options.noise.kind_rule(head.key)
-    changes, routine = _classify(
-        semantic_diff(base.body, head.body), settings.options.noise, kind_rule
+    found, renewed = _split_regenerated(semantic_diff(base.body, head.body), regenerated)
+    changes, routine = _classify(found, settings.options.noise, kind_rule)
+    unified, dyff = _main_views(
+        pair, settings, changes, renewed, pruning=bool(routine) or bool(renewed)
     )
-    unified, dyff = _main_views(pair, settings, changes, pruning=bool(routine))
     only_routine = bool(routine) and not changes and pair.status is ResourceStatus.CHANGED
     return replace(
         shell,
@@ -75,7 +95,28 @@ def diff_pair(pair: Pair, settings: Settings) -> ResourceDiff | None:
         routine=routine,
         routine_only=kind_rule is not None or only_routine,
         dyff=dyff,
+        regenerated=_listed(regenerated),
     )
+
+
+def _listed(fields: tuple[RegeneratedField, ...]) -> tuple[RegeneratedChange, ...]:
+    return tuple(RegeneratedChange(format_path(item.path), item.comparable) for item in fields)
+
+
+def _split_regenerated(
+    found: list[PathChange], regenerated: tuple[RegeneratedField, ...]
+) -> tuple[list[PathChange], frozenset[Path]]:
+    """Leave out value changes of fields regenerated on every render (and comparable).
+
+    A regenerated field that cannot be compared stays a change; its note says why.
+    """
+    renewed = frozenset(item.path for item in regenerated if item.comparable)
+    kept = [
+        change
+        for change in found
+        if not (change.kind is ChangeKind.MODIFIED and change.path in renewed)
+    ]
+    return kept, renewed
 
 
 def _classify(
@@ -94,19 +135,29 @@ def _classify(
 
 
 def _main_views(
-    pair: Pair, settings: Settings, changes: tuple[PathChange, ...], *, pruning: bool
+    pair: Pair,
+    settings: Settings,
+    changes: tuple[PathChange, ...],
+    renewed: frozenset[Path],
+    *,
+    pruning: bool,
 ) -> tuple[str, str | None]:
-    """The unified diff and dyff report of what is left once routine paths are pruned.
+    """The unified diff and dyff report of what is left once routine and regenerated paths
+    are pruned.
 
-    Nothing is pruned when no routine change was found: covered fields that did not
-    change stay as context.
+    Nothing is pruned when no routine or regenerated change was found: covered fields that
+    did not change stay as context.
     """
     if not changes:
         return "", None
     before, after = pair.base.text(), pair.head.text()
     rules = settings.options.noise
     if pruning:
-        pruned = prune_pair(pair.base.body, pair.head.body, lambda path: _covered(rules, path))
+        pruned = prune_pair(
+            pair.base.body,
+            pair.head.body,
+            lambda path: path in renewed or _covered(rules, path),
+        )
         before, after = yamlio.dump(pruned[0]), yamlio.dump(pruned[1])
     labels = (
         file_label(DiffSide.BASE, pair.base_id, pair.base.key),
