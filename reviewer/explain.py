@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reviewer.chartkeys import ChartText, unread
 from reviewer.diff.result import ReleaseStatus, SnapshotDiff
 from reviewer.model import ReleaseId
 from reviewer.plan import ReleasePlan
@@ -278,6 +279,11 @@ _MISSING = object()
 class _Finding:
     overridden_by: set[str] = field(default_factory=set)
     effective: bool = False
+    unread: bool = False
+
+
+def _no_chart_text(plan: ReleasePlan) -> str | None:
+    return None
 
 
 def no_effect(
@@ -285,18 +291,28 @@ def no_effect(
     head: Mapping[ReleaseId, ReleasePlan],
     changed: Iterable[str],
     status: Mapping[ReleaseId, ReleaseStatus],
+    chart_text: ChartText = _no_chart_text,
 ) -> tuple[NoEffect, ...]:
-    """Changed values of changed files that no rendered object shows."""
+    """Changed values of changed files that no rendered object shows.
+
+    Files the head side no longer reads (deleted ones) are left out; a key the chart's
+    templates never read is reported even when its release changed for other reasons.
+    """
     wanted = set(changed)
     findings: dict[tuple[str, str], _Finding] = {}
     for rid in sorted(base.keys() & head.keys()):
         old, new = base[rid], head[rid]
+        text = chart_text(new)
         for source, before, after in _changed_layers(old.layers, new.layers, wanted):
             for change in semantic_diff(before, after):
                 keys = _key_path(change.path)
                 finding = findings.setdefault((source, format_path(keys)), _Finding())
                 if _value_at(old.values, keys) == _value_at(new.values, keys):
-                    finding.overridden_by.add(str(provenance(new.layers, change.path).winner))
+                    winner = provenance(new.layers, change.path).winner
+                    if winner.source != source:  # an equivalent edit is not an override
+                        finding.overridden_by.add(str(winner))
+                elif text is not None and unread(keys, text):
+                    finding.unread = True
                 elif status.get(rid) is not ReleaseStatus.UNCHANGED:
                     finding.effective = True
     return tuple(
@@ -311,14 +327,17 @@ def _changed_layers(
 ) -> Iterable[tuple[str, dict[str, Any], dict[str, Any]]]:
     before = {layer.source: layer.values for layer in old}
     after = {layer.source: layer.values for layer in new}
-    for source in sorted(before.keys() | after.keys()):
+    # Only files the head side reads: a deleted file has no values left to take effect.
+    for source in sorted(after):
         if source in wanted and before.get(source) != after.get(source):
-            yield source, before.get(source, {}), after.get(source, {})
+            yield source, before.get(source, {}), after[source]
 
 
 def _reason(finding: _Finding) -> str:
     if finding.overridden_by:
         return "overridden by " + ", ".join(sorted(finding.overridden_by))
+    if finding.unread:
+        return "no rendered object changed: the chart's templates never read this key (a typo?)"
     return "no rendered object changed (a key the chart does not use, or a typo?)"
 
 
@@ -332,6 +351,7 @@ def explain(
     files: Iterable[str],
     diff: SnapshotDiff,
     redact: Redact,
+    chart_text: ChartText = _no_chart_text,
 ) -> Explanation:
     """Values diffs of changed releases, blast radius of changed files, no-effect warnings."""
     files = list(files)
@@ -346,7 +366,7 @@ def explain(
     return Explanation(
         values={rid: found for rid, found in values.items() if found},
         blast_radius=blast_radius(files, [*base.values(), *head.values()], status),
-        no_effect=no_effect(base, head, files, status),
+        no_effect=no_effect(base, head, files, status, chart_text),
     )
 
 

@@ -346,3 +346,52 @@ def test_merged_shards_keep_a_no_effect_only_if_no_shard_reading_the_file_saw_an
     merged = explain.merge([one, two])
     assert merged.no_effect == (other,)
     assert merged.blast_radius[0] == FileImpact("g.yaml", (PRD, WEB), 1)
+
+
+def test_a_typo_is_warned_about_next_to_an_effective_change_in_the_same_file(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write("deployments/staging/group.values.yaml", "image: {tag: 1.5.0}\nreplicsa: 3\n")
+    report = diff_json(fleet, capsys)
+    assert report["summary"]["releases"]["changed"] == 2
+    (warning,) = report["explain"]["noEffect"]
+    assert (warning["file"], warning["path"]) == (
+        "deployments/staging/group.values.yaml",
+        "replicsa",
+    )
+    assert "never read" in warning["reason"]
+
+
+def test_a_key_below_a_map_the_chart_passes_whole_is_not_suspected(tmp_path: Path) -> None:
+    from reviewer.chartkeys import unread
+
+    text = "a: {{ .Values.image.tag }}\nb: {{ toYaml .Values.podAnnotations }}\n"
+    assert unread(("replicsa",), text)
+    assert unread(("image", "tga"), text)
+    assert not unread(("image", "tag"), text)
+    assert not unread(("podAnnotations", "anything"), text)
+    assert not unread(("replicsa",), "{{ toYaml .Values }}")
+
+
+def test_no_warning_for_a_file_the_change_deleted(tmp_path: Path) -> None:
+    cluster = "deployments/prod/prd-a/cluster.values.yaml"
+    base, head = sides(tmp_path, {cluster: "image: {tag: 9.9.9}\nreplicsa: 2\n"}, {})
+    found = explain.no_effect(
+        plans_by_id(base.root),
+        plans_by_id(head.root),
+        [cluster],
+        {PRD: ReleaseStatus.CHANGED, WEB: ReleaseStatus.UNCHANGED},
+    )
+    assert found == ()
+
+
+def test_a_file_is_never_overridden_by_itself(tmp_path: Path) -> None:
+    group = "deployments/prod/group.values.yaml"
+    base, head = sides(
+        tmp_path, {group: "image: {tag: 1.0.0}\n"}, {group: "image: {tag: 1.0.0}\nextra: null\n"}
+    )
+    found = explain.no_effect(
+        plans_by_id(base.root), plans_by_id(head.root), [group], {PRD: ReleaseStatus.UNCHANGED}
+    )
+    assert all("overridden by" not in item.reason for item in found), found
+    assert all(group not in item.reason for item in found), found

@@ -12,6 +12,7 @@ from pathlib import Path
 from reviewer import config as config_mod
 from reviewer import report
 from reviewer.bundle import RenderedPair
+from reviewer.chartkeys import local_chart_text
 from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
 from reviewer.console import Console, progress_bar
 from reviewer.diff.compare import diff_snapshots
@@ -204,6 +205,7 @@ def render_pair(
         files=changed_files(sides.base.root, sides.head.root),
         diff=diff,
         redact=prepared.redactor.redact_manifest,
+        chart_text=local_chart_text(sides.head.root),
     )
     pair = RenderedPair(
         base=redacted_base,
