@@ -65,7 +65,7 @@ def test_an_added_cluster_is_summarised_and_compared_with_its_sibling(
     assert size(markdown) < 20_000
     assert "line 2999 of the dashboard" not in markdown
     assert "30 object(s)" in markdown
-    assert re.search(r"\| ConfigMap \| `app-dashboard` \| 300[0-9] \| [0-9]+ \|", markdown)
+    assert re.search(r"\| `ConfigMap` \| `app-dashboard` \| 300[0-9] \| [0-9]+ \|", markdown)
     assert "Most resembles `prod/prd-a/web/app`" in markdown
     assert 'data.region: "eu" → "us"' in markdown
     report: dict[str, Any] = json.loads(diff(fleet, capsys, "json"))
