@@ -106,8 +106,8 @@ def _text(release: RenderedRelease) -> str:
 def most_resembling(
     added: RenderedRelease, existing: Sequence[RenderedRelease]
 ) -> Resemblance | None:
-    """The existing release most like `added` (same deployment and release name on another
-    cluster first, then the same chart), with a compact path-level difference."""
+    """The existing release most like `added` among the same deployment and release on other
+    clusters, with a compact path-level difference."""
     candidates = _candidates(added, existing)
     if not candidates:
         return None
@@ -123,21 +123,17 @@ def most_resembling(
 def _candidates(
     added: RenderedRelease, existing: Sequence[RenderedRelease]
 ) -> list[RenderedRelease]:
-    def nearness(other: RenderedRelease) -> tuple[int, int, str]:
-        same_name = (other.id.deployment, other.id.release) == (
-            added.id.deployment,
-            added.id.release,
-        )
-        return (0 if same_name else 1, 0 if other.chart == added.chart else 1, str(other.id))
-
+    """The same deployment and release on other clusters (the same template), same chart first."""
     related = [
         other
         for other in existing
-        if other.id != added.id
+        if other.id.cluster != added.id.cluster
+        and (other.id.deployment, other.id.release) == (added.id.deployment, added.id.release)
         and other.error is None
-        and (other.chart == added.chart or other.id.release == added.id.release)
     ]
-    return sorted(related, key=nearness)[:CANDIDATES]
+    return sorted(related, key=lambda other: (other.chart != added.chart, str(other.id)))[
+        :CANDIDATES
+    ]
 
 
 def _differences(base: RenderedRelease, added: RenderedRelease) -> Iterable[str]:

@@ -296,8 +296,9 @@ def _resource_json(release: ReleaseDiff, diff: ResourceDiff) -> dict[str, Any]:
         "routine": [str(item) for item in diff.routine],
         "routineOnly": diff.routine_only,
         "secretOnly": diff.secret_only,
-        "regenerated": [item.path for item in diff.regenerated],
     }
+    if diff.regenerated:
+        entry["regenerated"] = [item.path for item in diff.regenerated]
     if diff.status is ResourceStatus.MOVED:
         entry["from"] = str(diff.base_release)
         entry["to"] = str(diff.head_release)
