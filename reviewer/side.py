@@ -386,6 +386,13 @@ class PreparedSides:
     keyless: str | None
     """The report line saying secrets were not decrypted, if any were not."""
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The report's warnings: secrets not decrypted, then what the twin alignment masked."""
+        keyless = (self.keyless,) if self.keyless else ()
+        found = (w for side in self.redacted for w in side.warnings)
+        return tuple(dict.fromkeys((*keyless, *found)))
+
     def guard(self) -> LeakGuard:
         """The leak guard of the finished redaction (map keys redacted so far are public)."""
         return self.redactor.guard()
