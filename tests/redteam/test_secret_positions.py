@@ -62,14 +62,12 @@ releases:
 """
 
 
-def _review(
-    factory: pytest.TempPathFactory, name: str, attack: dict[str, str], **options: str
-) -> Outputs:
+def _review(factory: pytest.TempPathFactory, name: str, attack: dict[str, str]) -> Outputs:
     with pytest.MonkeyPatch.context() as monkeypatch:
         work = factory.mktemp(name)
         identity = isolate_sops_key(monkeypatch, work)
         secrets = {"db": {"user": "app-user-7", "password": SECRET}}
-        return review(fleet(work / "repo", identity, secrets, attack, **options), work / "out")
+        return review(fleet(work / "repo", identity, secrets, attack), work / "out")
 
 
 def _assert_no_leak(outputs: Outputs) -> None:
