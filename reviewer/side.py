@@ -306,6 +306,7 @@ def render_side(
     plans = {release.id: release for release in planned.twin.releases}
     published = None
     if planned.has_secrets:
+        # The unfiltered plan: a refused chart reference is told from the twin.
         published = publish_twins(
             planned.plan,
             planned.twin,

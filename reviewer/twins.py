@@ -219,8 +219,11 @@ def publish_twins(
     `render` renders a plan; it is called once, for the twin releases whose plan
     differs from the real one (none when no SOPS value reaches a release).
     """
-    pairs, unpaired = _pair_plans(real, twin)
+    pairs, unpaired = pair_plans(real, twin)
     differing = [(r, t) for r, t in pairs if _differs(r, t)]
+    # A chart reference computed from a secret is never fetched (reviewer/refguard.py).
+    refused = [(r, t) for r, t in differing if _reference(r) != _reference(t)]
+    differing = [(r, t) for r, t in differing if _reference(r) == _reference(t)]
     to_render = [t for _, t in differing] + unpaired
     twin_plan = Plan(
         releases=[replace(t, skip_schema_validation=True) for t in to_render],
@@ -242,6 +245,9 @@ def publish_twins(
                 "structure with the real and the redacted secret values (a template branches "
                 "on a secret), so they cannot be shown without showing secrets"
             )
+    for r, t in refused:
+        del published[r.id]
+        published[t.id] = _refused(t)
     for t in unpaired:
         published[t.id] = masked_release(twin_rendered[t.id], _UNPAIRED)
     for entry in _plan_errors(real, twin, twin_rendered):
@@ -263,10 +269,14 @@ _UNPAIRED = (
 )
 
 
-def _pair_plans(
+def pair_plans(
     real: Plan, twin: Plan
 ) -> tuple[list[tuple[ReleasePlan, ReleasePlan]], list[ReleasePlan]]:
-    """Releases paired in planning order per deployment, and twin releases left unpaired."""
+    """Releases paired in planning order per deployment, and twin releases left unpaired.
+
+    Planning is deterministic, so the twins list a deployment's releases in the
+    same order unless a template branches on a secret (then their counts differ).
+    """
     real_groups, twin_groups = _groups(real.releases), _groups(twin.releases)
     pairs: list[tuple[ReleasePlan, ReleasePlan]] = []
     unpaired: list[ReleasePlan] = []
@@ -284,6 +294,27 @@ def _groups(releases: list[ReleasePlan]) -> dict[Group, list[ReleasePlan]]:
     for release in releases:
         grouped.setdefault((release.id.cluster, release.id.deployment), []).append(release)
     return grouped
+
+
+def _reference(release: ReleasePlan) -> tuple[object, ...]:
+    chart = release.chart
+    return (chart.ref, chart.local, chart.repository, release.version)
+
+
+def _refused(twin: ReleasePlan) -> RenderedRelease:
+    """The refusal of a secret-dependent chart reference, told with the twin's names."""
+    return RenderedRelease(
+        id=twin.id,
+        namespace=twin.namespace,
+        chart=twin.chart.ref,
+        labels=twin.labels,
+        error=(
+            f"{twin.template_file}: release '{twin.id.release}': the chart reference "
+            f"or repository URL ({twin.chart.ref}) depends on a SOPS secret; chart references "
+            "are fetched before any redaction and must not use secret values"
+        ),
+        reproduce=twin.reproduce,
+    )
 
 
 def _differs(real: ReleasePlan, twin: ReleasePlan) -> bool:
