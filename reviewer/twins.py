@@ -98,18 +98,19 @@ def _pair(
     """Pairs (real, twin) and the twin objects left without a partner."""
     if len(real) != len(twin):
         return [], twin
-    keys = {resource.key: resource for resource in real}
+    rest_real = list(real)
     pairs: list[tuple[Resource, Resource]] = []
     rest_twin: list[Resource] = []
     for resource in twin:
-        partner = keys.pop(resource.key, None)
+        partner = next((r for r in rest_real if r.key == resource.key), None)
         if partner is None:
             rest_twin.append(resource)
         else:
+            rest_real.remove(partner)
             pairs.append((partner, resource))
     # Objects named from a secret have different keys; the same order in
     # both renders is the best remaining evidence (a wrong pair still publishes twin text).
-    pairs += zip(keys.values(), rest_twin, strict=True)
+    pairs += zip(rest_real, rest_twin, strict=True)
     return pairs, []
 
 
