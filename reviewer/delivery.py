@@ -175,7 +175,10 @@ def _outcome(how: Delivery, artifact: Artifact) -> Outcome:
         text = "rendered changes" + (" (changes fail this check)" if how.fail_on_changes else "")
     else:
         text = "no rendered changes"
+    if artifact.run_failure is not None and not artifact.errors:
+        text = f"the rendering run concluded {artifact.run_failure}"
     failed = bool(artifact.errors) or (how.fail_on_changes and artifact.changed)
+    failed = failed or artifact.run_failure is not None
     return Outcome(failed, text, summary(artifact.markdown))
 
 

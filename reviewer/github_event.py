@@ -10,7 +10,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,36 @@ class PullRequest:
     base_ref: str | None = None
 
 
+_RUN_WORD = re.compile(r"[a-z_]{1,40}")
+
+
+@dataclass(frozen=True)
+class TriggeringRun:
+    """The run a `workflow_run` event reports on, from the event payload (GitHub's word)."""
+
+    conclusion: str | None
+    event: str | None
+
+    @property
+    def succeeded(self) -> bool:
+        """Only `success` is success: failure, cancelled, timed_out, ... are not."""
+        return self.conclusion == "success"
+
+    @property
+    def conclusion_text(self) -> str:
+        """The conclusion for display: a plain word, else `unknown`."""
+        return _plain_word(self.conclusion)
+
+    @property
+    def event_text(self) -> str:
+        """The triggering event for display: a plain word, else `unknown`."""
+        return _plain_word(self.event)
+
+
+def _plain_word(value: str | None) -> str:
+    return value if value is not None and _RUN_WORD.fullmatch(value) else "unknown"
+
+
 @dataclass(frozen=True)
 class ActionsContext:
     """The parts of a run's environment and event that `reviewer ci` uses."""
@@ -48,6 +78,8 @@ class ActionsContext:
     pull: PullRequest | None = None
     workflow_run_head_sha: str | None = None
     """For `workflow_run` events: the commit the triggering run built (trusted)."""
+    triggering_run: TriggeringRun | None = None
+    """For `workflow_run` events: how the run that made the artifact was started and ended."""
     output_path: Path | None = None
     summary_path: Path | None = None
 
@@ -66,6 +98,7 @@ def load(env: Mapping[str, str]) -> ActionsContext:
         run_url=_run_url(server_url, repository, env.get("GITHUB_RUN_ID")),
         pull=event.pull() if event_name in PULL_REQUEST_EVENTS else None,
         workflow_run_head_sha=event.workflow_run_sha() if event_name == "workflow_run" else None,
+        triggering_run=event.triggering_run() if event_name == "workflow_run" else None,
         output_path=_path(env.get("GITHUB_OUTPUT")),
         summary_path=_path(env.get("GITHUB_STEP_SUMMARY")),
     )
@@ -100,6 +133,19 @@ class _Event:
     def workflow_run_sha(self) -> str | None:
         run = decode.optional_map(self.payload, "workflow_run", self.at)
         return decode.optional(run, "head_sha", self.at.key("workflow_run"), _sha, None)
+
+    def triggering_run(self) -> TriggeringRun:
+        run = decode.optional_map(self.payload, "workflow_run", self.at)
+        at = self.at.key("workflow_run")
+        return TriggeringRun(
+            conclusion=decode.optional(run, "conclusion", at, _optional_string, None),
+            event=decode.optional(run, "event", at, _optional_string, None),
+        )
+
+
+def _optional_string(value: object, at: decode.Field) -> str | None:
+    # GitHub sends `conclusion: null` while a run is still in progress.
+    return None if value is None else decode.string(value, at)
 
 
 def _event(path: str | None) -> _Event:
@@ -173,6 +219,8 @@ class Artifact:
     head_sha: str
     markdown: str
     report: dict[str, Any]
+    run_failure: str | None = None
+    """How the rendering run ended when that was not `success` (from the trusted event)."""
 
     @property
     def errors(self) -> int:
@@ -212,7 +260,38 @@ def read_artifact(directory: Path) -> Artifact:
         raise ReviewerError("pr.json has no head_sha", file=str(directory))
     # Our markers are only ever written by us, on the first line: defuse look-alikes.
     markdown = _MARKER_START.sub("<!-- quoted", texts["report.md"].replace("\x00", ""))
-    return Artifact(number, head_sha, markdown, report)
+    return Artifact(number, head_sha, _defuse_html_comments(markdown), report)
+
+
+_FOOTER_MARK = "<!-- reviewer:footer -->"
+
+
+def _defuse_html_comments(markdown: str) -> str:
+    """Every `<!--` shown as text, but the footer mark: a forged one could hide what follows."""
+    at = markdown.rfind(_FOOTER_MARK)
+    if at < 0:
+        return markdown.replace("<!--", "&lt;!--")
+    before, after = markdown[:at], markdown[at + len(_FOOTER_MARK) :]
+    return before.replace("<!--", "&lt;!--") + _FOOTER_MARK + after.replace("<!--", "&lt;!--")
+
+
+def check_triggering_run(artifact: Artifact, run: TriggeringRun | None) -> Artifact:
+    """`artifact` as the event allows it to be posted: only from `pull_request` runs, and
+    never as a success when the rendering run did not succeed."""
+    if run is None:
+        return artifact
+    if run.event != "pull_request":
+        raise ReviewerError(
+            f"the triggering run was started by a `{run.event_text}` event, not `pull_request`: "
+            "its artifact is not posted"
+        )
+    if run.succeeded:
+        return artifact
+    note = (
+        f"> **Warning:** the rendering run concluded `{run.conclusion_text}`; "
+        "this report may be incomplete.\n\n"
+    )
+    return replace(artifact, markdown=note + artifact.markdown, run_failure=run.conclusion_text)
 
 
 def _artifact_file(directory: Path, name: str, limit: int) -> str:

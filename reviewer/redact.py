@@ -318,10 +318,20 @@ def shared_marker_key(environ: Mapping[str, str], *, warn: Callable[[str], None]
 class Redactor:
     """Applies a replacement map to rendered manifests and masks v1 Secret data."""
 
-    def __init__(self, replacements: Mapping[str, str], *, key: bytes | None = None) -> None:
-        """`replacements`: the union of both sides' maps; `key`: HMAC key (random per run)."""
+    def __init__(
+        self,
+        replacements: Mapping[str, str],
+        *,
+        key: bytes | None = None,
+        leaves: Iterable[str] = (),
+    ) -> None:
+        """`replacements`: the union of both sides' maps; `key`: HMAC key (random per run).
+
+        `leaves`: every decrypted SOPS leaf, for the leak guard only (paired or not).
+        """
         self._key = secrets.token_bytes(32) if key is None else key
         self._secrets = tuple(replacements)
+        self._leaves = tuple(leaves)
         self._keys: set[str] = set()  # map keys seen: published as they are
         self._forms: dict[str, str] = {}
         substrings: list[str] = []
@@ -356,8 +366,12 @@ class Redactor:
         """A leak guard for the same secrets, treating map keys seen so far as public.
 
         Take it once the redaction is finished and hand it to the output layer then.
+        Only distinctive secrets are guarded (`is_distinctive`): a common word such
+        as `admin` also occurs where no secret flowed, and positional redaction
+        (reviewer/twins.py) already covers every position derived from it.
         """
-        return LeakGuard(self._secrets, public=self._keys)
+        guarded = [text for text in (*self._secrets, *self._leaves) if is_distinctive(text)]
+        return LeakGuard(dict.fromkeys(guarded), public=self._keys)
 
     def redact_text(self, text: str) -> str:
         """`text` with every secret (whole value, substring, encodings) replaced."""
@@ -437,6 +451,36 @@ def _as_number(text: str, *, like: float) -> Any:
 
 
 # --- the leak guard ------------------------------------------------------------
+
+DISTINCTIVE_LENGTH = 8
+"""A secret this long with two character classes (or twice this long) is guarded."""
+
+
+def is_distinctive(text: str) -> bool:
+    """Whether finding `text` in an output can only mean a leak (docs/redaction.md).
+
+    8+ characters mixing at least two classes (lower case, upper case, digits,
+    other), or 16+ characters of any kind. `admin`, `cluster` or `password`
+    are not: they occur where no secret flowed.
+    """
+    if len(text) >= 2 * DISTINCTIVE_LENGTH:
+        return True
+    classes = {
+        "lower" if c.islower() else "upper" if c.isupper() else "digit" if c.isdigit() else "other"
+        for c in text
+    }
+    return len(text) >= DISTINCTIVE_LENGTH and len(classes) >= 2
+
+
+def leaf_texts(tree: Any) -> list[str]:
+    """The string form of every leaf of a values tree that may be secret (not bool/null)."""
+    if isinstance(tree, Mapping):
+        return [text for value in tree.values() for text in leaf_texts(value)]
+    if isinstance(tree, list | tuple):
+        return [text for item in tree for text in leaf_texts(item)]
+    if tree is None or isinstance(tree, bool):
+        return []
+    return [tree if isinstance(tree, str) else repr(tree)]
 
 
 class LeakGuard:

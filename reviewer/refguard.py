@@ -12,17 +12,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reviewer.plan import Plan, PlanError, ReleasePlan
+from reviewer.twins import pair_plans
 
 
 def refuse_secret_charts(real: Plan, twin: Plan) -> Plan:
     """`real` without releases whose chart or version depends on a secret (errors instead)."""
     if real is twin:
         return real
-    twins = {release.id: release for release in twin.releases}
+    # Paired as the twin renders pair them: a release named from a secret has another id.
+    pairs, _ = pair_plans(real, twin)
+    twins = {id(release): other for release, other in pairs}
     kept: list[ReleasePlan] = []
     errors = list(real.errors)
     for release in real.releases:
-        other = twins.get(release.id)
+        other = twins.get(id(release))
         if other is None or _reference(other) != _reference(release):
             errors.append(_refused(release, other))
         else:

@@ -59,6 +59,27 @@ class Regeneration:
         return bool(self.fields)
 
 
+def publishable(regeneration: Regeneration, shown: Snapshot) -> Regeneration:
+    """Only entries whose release, object and path exist in the published (twin) snapshot.
+
+    Regeneration is found on the real renders; a name, key or list selector derived from a
+    secret differs in the twin form, so such an entry is dropped rather than published.
+    """
+    bodies = {
+        (release.id, resource.key): resource.body
+        for release in shown.releases
+        for resource in release.resources
+    }
+    fields = {
+        object_id: kept
+        for object_id, found in regeneration.fields.items()
+        if object_id in bodies
+        and (kept := tuple(f for f in found if _at(bodies[object_id], f.path) is not _ABSENT))
+    }
+    whole = {o for o, kept in fields.items() if len(kept) == len(regeneration.fields[o])}
+    return Regeneration(fields, frozenset(o for o in regeneration.only if o in whole))
+
+
 def differing_releases(base: Snapshot, head: Snapshot) -> list[ReleaseId]:
     """Releases rendered on both sides whose objects differ: the only ones worth a re-render."""
     old = base.by_id()

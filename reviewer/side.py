@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from reviewer import config as config_mod
 from reviewer.charts import ChartFetcher, Credentials
@@ -25,12 +26,13 @@ from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, Planner, ReleasePlan
-from reviewer.redact import LeakGuard, Redactor, redact_tree, replacement_map
+from reviewer.redact import LeakGuard, Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
-from reviewer.regenerated import Regeneration, find_regenerated
+from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again, render_plan
 from reviewer.sandbox import SandboxPool
 from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.twins import publish_twins
 from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
 from reviewer.workers import Pool
 
@@ -194,16 +196,24 @@ def _redacted(values: Values) -> Values:
 
 
 class _Recording:
-    """Passes loads through and records whether any SOPS file was read."""
+    """Passes loads through; records whether any SOPS file was read, and every leaf read."""
 
     def __init__(self, inner: SecretsLoader) -> None:
         self.inner = inner
         self.used = False
+        self.leaves: set[str] = set()
 
     def load(self, path: Path, *, source: str) -> Values:
         """The file's values, unchanged."""
         self.used = True
-        return self.inner.load(path, source=source)
+        if not isinstance(self.inner, SopsDecoder):
+            values = self.inner.load(path, source=source)
+            self.leaves.update(leaf_texts(values))
+            return values
+        decoded = self.inner.decode(path, source=source)
+        if not decoded.keyless:  # placeholders are no secrets
+            self.leaves.update(leaf_texts(decoded.values))
+        return decoded.values
 
 
 @dataclass(frozen=True)
@@ -213,6 +223,13 @@ class PlannedSide:
     plan: Plan
     twin: Plan
     replacements: dict[str, str] = field(default_factory=dict)
+    leaves: frozenset[str] = frozenset()
+    """Every decrypted SOPS leaf (string form), paired by the twins or not."""
+
+    @property
+    def has_secrets(self) -> bool:
+        """Whether any SOPS file was read (the twin is then a separate plan)."""
+        return self.twin is not self.plan
 
 
 @dataclass(frozen=True)
@@ -225,6 +242,15 @@ class SideRender:
     """The redacted twin's release plans: values and provenance safe to show."""
     real: tuple[ReleasePlan, ...] = ()
     """The release plans as rendered (real values), for a second render."""
+    published: Snapshot | None = None
+    """Secret-derived positions in their twin form (docs/redaction.md); None: `snapshot`."""
+    leaves: frozenset[str] = frozenset()
+    """Every decrypted SOPS leaf: the leak guard's seed."""
+
+    @property
+    def shown(self) -> Snapshot:
+        """What may be published once string redaction has run over it."""
+        return self.snapshot if self.published is None else self.published
 
 
 def plan_twins(
@@ -248,7 +274,7 @@ def plan_twins(
         other = redacted.get(release.id)
         if other is not None:
             replacements.update(replacement_map(release.values, other.values))
-    return PlannedSide(real, twin, replacements)
+    return PlannedSide(real, twin, replacements, frozenset(recording.leaves))
 
 
 ProgressBar = Callable[[int], AbstractContextManager[Callable[[], None]]]
@@ -281,7 +307,27 @@ def render_side(
             progress=lambda _: advance(),
         )
     plans = {release.id: release for release in planned.twin.releases}
-    return SideRender(snapshot, planned.replacements, plans, tuple(plan.releases))
+    published = None
+    if planned.has_secrets:
+        # The unfiltered plan: a refused chart reference is told from the twin.
+        published = publish_twins(
+            planned.plan,
+            planned.twin,
+            snapshot,
+            lambda twin: render_plan(twin, **_render_args(root, tools)),
+        )
+    return SideRender(
+        snapshot,
+        planned.replacements,
+        plans,
+        real=tuple(plan.releases),
+        published=published,
+        leaves=planned.leaves,
+    )
+
+
+def _render_args(root: Path, tools: Tools) -> dict[str, Any]:
+    return {"root": root, "fetcher": tools.fetcher, "pool": tools.pool, "cache": tools.cache}
 
 
 def _redact_resource(resource: Resource, redactor: Redactor) -> Resource:
@@ -353,9 +399,20 @@ class PreparedSides:
     regeneration: Regeneration = field(default_factory=Regeneration)
     """Fields the last side's charts regenerate on every render (found by rendering twice)."""
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The report's warnings: secrets not decrypted, then what the twin alignment masked."""
+        keyless = (self.keyless,) if self.keyless else ()
+        found = (w for side in self.redacted for w in side.warnings)
+        return tuple(dict.fromkeys((*keyless, *found)))
+
     def guard(self) -> LeakGuard:
         """The leak guard of the finished redaction (map keys redacted so far are public)."""
         return self.redactor.guard()
+
+
+def _leaves(rendered: Sequence[SideRender]) -> list[str]:
+    return [leaf for side in rendered for leaf in side.leaves]
 
 
 def prepare_sides(
@@ -398,11 +455,11 @@ def prepare_sides(
                 )
         regeneration = _regeneration(roots, rendered, tools)
     replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
-    redactor = Redactor(replacements, key=marker_key)
+    redactor = Redactor(replacements, key=marker_key, leaves=_leaves(rendered))
     return PreparedSides(
         config=config,
         rendered=tuple(rendered),
-        redacted=tuple(redact_snapshot(side.snapshot, redactor) for side in rendered),
+        redacted=tuple(redact_snapshot(side.shown, redactor) for side in rendered),
         redactor=redactor,
         keyless=keyless_warning(decoder.keyless_sources),
         regeneration=regeneration,
@@ -424,4 +481,5 @@ def _regeneration(
             wanted, root=roots[1], fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
         )
 
-    return find_regenerated(rendered[0].snapshot, head.snapshot, again)
+    found = find_regenerated(rendered[0].snapshot, head.snapshot, again)
+    return publishable(found, head.shown)

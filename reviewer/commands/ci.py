@@ -151,6 +151,7 @@ def run(
     actions = github_event.load(env)
     target = _target(args, actions)
     artifact, console = _artifact_from(args, target, console, env)
+    artifact = github_event.check_triggering_run(artifact, actions.triggering_run)
     if args.shard is not None:
         # A shard's report is partial: only its bundle leaves, for the publishing job.
         outputs = _shard_outputs(args, artifact)
@@ -214,7 +215,7 @@ def _target(args: CiArgs, actions: ActionsContext) -> Target:
 
 
 def _exit_status(args: CiArgs, artifact: Artifact) -> ExitStatus:
-    if artifact.errors:
+    if artifact.errors or artifact.run_failure is not None:
         return ExitStatus.RENDER_FAILED
     if args.fail_on_changes and artifact.changed:
         return ExitStatus.CHANGES

@@ -214,7 +214,7 @@ def render_pair(
         head_info=report.SideInfo(sides.head.ref, sides.head.sha),
         warnings=sides.warnings
         + discovery_warnings(sides.base.root, sides.head.root, _layout(prepared, request))
-        + ((prepared.keyless,) if prepared.keyless else ()),
+        + prepared.notes,
         noise=noise,
         explanation=explanation,
         hidden=hidden,
