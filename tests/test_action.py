@@ -1119,3 +1119,23 @@ def test_closed_mode_and_the_new_comment_modes_reach_reviewer_ci(
     assert update[update.index("--comment-mode") + 1] == "only-update"
     assert update[update.index("--cache-dir") + 1].endswith("/reviewer-charts")
     assert update[update.index("--artifact-name") + 1] == "reviewer-report-default"
+
+
+def test_a_read_only_token_on_a_same_repository_pull_request_renders_only(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    """Dependabot's pull requests come from the same repository with a read-only token: the
+    first write's 403 turns the run into render-only, with a notice and a green step."""
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    fake.fail("POST", r"/comments$", 403, message="Resource not accessible by integration")
+    runner = ActionRunner(
+        pull.root, runner_temp, runner_env(runner_temp, env), {"github-token": TOKEN}
+    )
+    result = runner.run()
+    assert "::notice title=reviewer::GitHub refused to write on #12 (403)" in runner.log
+    assert "Result" not in runner.ran, "no red X"
+    assert fake.comments(PR) == [] and fake.state.statuses == []
+    assert "platinum" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert (result["comment-url"], result["changed"]) == ("", "1")
+    assert [upload["name"] for upload in runner.uploads] == ["reviewer-report-default"]
