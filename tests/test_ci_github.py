@@ -166,6 +166,11 @@ def test_a_closed_event_deletes_the_comments_with_comment_mode_delete(
 ) -> None:
     run_ci(ci.CiArgs(repo=pull.root), actions_env(tmp_path, fake, pull))
     foreign = fake.seed_comment(PR, fake.add_user("other-token", "someone"), "looks good")
+    writes = len(fake.writes())
+    dry = ci.CiArgs(repo=pull.root, mode=CommentMode.DELETE, dry_run=True)
+    status, out, _ = run_ci(dry, closed_env(tmp_path, fake, pull))
+    assert status is ExitStatus.OK and "closed: nothing to review" in out
+    assert len(fake.writes()) == writes, "a dry run on a closed event writes nothing"
     args = ci.CiArgs(mode=CommentMode.DELETE)  # a `closed` event needs no --closed
     status, _, _ = run_ci(args, closed_env(tmp_path, fake, pull))
     assert status is ExitStatus.OK

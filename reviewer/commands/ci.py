@@ -165,7 +165,11 @@ def run(
     comment.validate_key(args.key)
     actions = github_event.load(env)
     channel = Channel(console, env, pacer)
-    if args.closed or (actions.pull is not None and actions.pull.action == "closed"):
+    closed_event = actions.pull is not None and actions.pull.action == "closed"
+    if closed_event and (args.dry_run or args.render_only):
+        notice(channel, "the pull request is closed: nothing to review")
+        return ExitStatus.OK
+    if args.closed or closed_event:
         close(args.delivery, _target(args, actions), channel)
         return ExitStatus.OK
     if actions.pull is not None and not actions.pull.review_needed:
