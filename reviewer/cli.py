@@ -573,7 +573,8 @@ def _delivery(
     dry_run: bool,
     render_only: bool,
     from_artifact: str | None,
-    artifact_name: str,
+    artifact_name: str | None,
+    closed: bool,
     token_env: str,
 ) -> Delivery:
     return Delivery(
@@ -585,7 +586,8 @@ def _delivery(
         dry_run=dry_run,
         render_only=render_only,
         from_artifact=Path(from_artifact) if from_artifact else None,
-        artifact_name=artifact_name,
+        artifact_name=artifact_name or f"reviewer-report-{key}",
+        closed=closed,
         token_env=token_env,
     )
 
@@ -603,7 +605,8 @@ _with_delivery = _options_into(
         type=click.Choice([mode.value for mode in CommentMode]),
         default=CommentMode.UPDATE.value,
         show_default=True,
-        help="update: edit in place; recreate: post anew; hide-outdated: new comments per commit.",
+        help="update: edit in place; only-update: edit, never post; recreate: post anew; "
+        "hide-outdated: new comments per commit; delete: remove them, post nothing.",
     ),
     _option(
         "--max-parts",
@@ -628,7 +631,13 @@ _with_delivery = _options_into(
         type=click.Path(exists=True, file_okay=False),
         help="Post a report bundle rendered by an earlier (untrusted) run instead of rendering.",
     ),
-    _option("--artifact-name", default="reviewer-report", show_default=True),
+    _option("--artifact-name", help="Report artifact name [default: reviewer-report-KEY]."),
+    _option(
+        "--closed",
+        is_flag=True,
+        help="The PR was closed: render nothing, mark this key's comments as closed (or delete "
+        "them with --comment-mode delete) [default: from a `closed` event].",
+    ),
     _option(
         "--token-env",
         default="GITHUB_TOKEN",
@@ -736,6 +745,7 @@ def ci(
         save=bundles.save,
         output_dir=bundles.output_dir,
         artifact_name=delivery.artifact_name,
+        closed=delivery.closed,
         token_env=delivery.token_env,
         options=flags.options(pull.repo, bundles.shard),
         definitions=flags.definitions,

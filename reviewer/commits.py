@@ -69,7 +69,8 @@ def _require_commits(top: Path, shas: list[str]) -> None:
         if git(top, "cat-file", "-e", f"{sha}^{{commit}}", ok_codes=(0, 1, 128)).returncode:
             raise ReviewerError(
                 f"commit {sha[:7]}, a parent of the merge commit, is not in the clone",
-                hint="check out with more history (actions/checkout: fetch-depth: 0)",
+                hint="check out the merge commit with its parents (actions/checkout: "
+                "fetch-depth: 2)",
             )
 
 

@@ -34,6 +34,13 @@ class PullRequest:
     head_sha: str | None = None
     base_sha: str | None = None
     base_ref: str | None = None
+    action: str | None = None  # opened, synchronize, edited, closed, ...
+    base_changed: bool = False  # an `edited` event that retargeted the PR (base is the new one)
+
+    @property
+    def review_needed(self) -> bool:
+        """False for an `edited` event that changed only the title or the description."""
+        return self.action != "edited" or self.base_changed
 
 
 _RUN_WORD = re.compile(r"[a-z_]{1,40}")
@@ -128,6 +135,8 @@ class _Event:
             head_sha=decode.optional(head, "sha", at.key("head"), _sha, None),
             base_sha=decode.optional(base, "sha", at.key("base"), _sha, None),
             base_ref=decode.optional(base, "ref", at.key("base"), decode.string, None),
+            action=decode.optional(self.payload, "action", self.at, decode.string, None),
+            base_changed="base" in decode.optional_map(self.payload, "changes", self.at),
         )
 
     def workflow_run_sha(self) -> str | None:

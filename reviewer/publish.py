@@ -20,7 +20,15 @@ from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
 
 from reviewer import __version__
-from reviewer.comment import Marker, Part, bodies_fit, clip, truncate_markdown
+from reviewer.comment import (
+    DEFAULT_BUDGET,
+    Marker,
+    Part,
+    bodies_fit,
+    clip,
+    size,
+    truncate_markdown,
+)
 from reviewer.errors import ReviewerError
 
 T = TypeVar("T")
@@ -40,6 +48,8 @@ class CommentMode(str, Enum):
     UPDATE = "update"  # edit in place
     RECREATE = "recreate"  # post anew at the bottom, delete the old ones
     HIDE_OUTDATED = "hide-outdated"  # post anew per commit, minimize the old ones as outdated
+    ONLY_UPDATE = "only-update"  # edit in place, never post a new comment
+    DELETE = "delete"  # remove this key's comments, post nothing
 
 
 class StatusKind(str, Enum):
@@ -56,6 +66,11 @@ class PublishError(ReviewerError):
     def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
         self.status = status
         super().__init__(message, hint=hint)
+
+    @property
+    def denied(self) -> bool:
+        """GitHub refused the write for lack of permission (not for a rate limit)."""
+        return self.status == 403 and "rate limit" not in str(self).lower()
 
 
 def token_from_env(env: Mapping[str, str], name: str = "GITHUB_TOKEN") -> str:
@@ -130,6 +145,7 @@ class GitHub:
     ) -> None:
         self._token = token
         self.pacer = pacer or Pacer()
+        self.writes = 0  # successful writes: a 403 before the first one means a read-only token
         # PyGithub's own retries and throttling are off: the Pacer does both, injectably.
         self._github = Github(
             auth=Auth.Token(token),
@@ -150,7 +166,9 @@ class GitHub:
             if write:
                 self.pacer.before_write()
             try:
-                return action()
+                done = action()
+                self.writes += write
+                return done
             except GithubException as exc:
                 wait = self.pacer.delay(exc, attempt)
                 if wait is None or wait > MAX_WAIT or attempt + 1 == self.pacer.attempts:
@@ -223,8 +241,23 @@ class GitHub:
 
     def pull_head_sha(self, number: int) -> str:
         """The current head commit of pull request `number`."""
+        return self.pull(number).head_sha
+
+    def pull(self, number: int) -> PullFacts:
+        """What GitHub says of pull request `number` now."""
         pull = self._repo.get_pull(number)
-        return self.call(f"read pull request #{number}", lambda: str(pull.head.sha))
+
+        def read() -> PullFacts:
+            mergeable = pull.mergeable
+            return PullFacts(
+                head_sha=str(pull.head.sha),
+                base_sha=str(pull.base.sha),
+                base_ref=str(pull.base.ref),
+                open=pull.state == "open",
+                mergeable=None if mergeable is None else bool(mergeable),
+            )
+
+        return self.call(f"read pull request #{number}", read)
 
     def create_status(
         self, sha: str, *, state: str, description: str, context: str, target_url: str | None
@@ -247,6 +280,21 @@ class GitHub:
     ) -> None:
         """Create a completed check run."""
         output: dict[str, str | list[dict[str, str | int]]] = {"title": title, "summary": summary}
+        try:
+            self._create_check_run(sha, conclusion, name, output, url)
+        except PublishError as exc:
+            if not exc.denied:
+                raise
+            raise PublishError(str(exc), status=exc.status, hint=_CHECK_HINT) from None
+
+    def _create_check_run(
+        self,
+        sha: str,
+        conclusion: str,
+        name: str,
+        output: dict[str, str | list[dict[str, str | int]]],
+        url: str | None,
+    ) -> None:
         self.call(
             f"create check run on {sha[:7]}",
             lambda: self._repo.create_check_run(
@@ -261,6 +309,17 @@ class GitHub:
         )
 
 
+@dataclass(frozen=True)
+class PullFacts:
+    """A pull request as the API reports it at the time of asking."""
+
+    head_sha: str
+    base_sha: str
+    base_ref: str
+    open: bool
+    mergeable: bool | None  # None: GitHub has not computed it yet
+
+
 _MINIMIZED = "query($ids: [ID!]!) { nodes(ids: $ids) { ... on IssueComment { id isMinimized } } }"
 _HINTS = {
     401: "the token is invalid or expired",
@@ -269,6 +328,10 @@ _HINTS = {
     "two-workflow variant in workflows/",
     404: "the repository or pull request does not exist, or the token cannot see it",
 }
+_CHECK_HINT = (
+    "only GITHUB_TOKEN (with `permissions: checks: write`) and GitHub App tokens can create "
+    "check runs; a personal access token cannot: use `status: status` with such a token"
+)
 
 
 # --- sticky comments -------------------------------------------------------------------------
@@ -330,15 +393,21 @@ def same_login(a: str, b: str) -> bool:
 
 def sync_comments(sticky: Sticky, parts: Sequence[Part], mode: CommentMode) -> SyncResult:
     """Make the pull request show exactly `parts` as our sticky comments."""
+    if mode is CommentMode.DELETE:
+        return remove_comments(sticky)
     if not parts or not bodies_fit(parts):
         raise ReviewerError("refusing to post: a comment part is empty or over the size budget")
     result = SyncResult()
     before = sticky.ours()
     sha = Marker.parse(parts[0].body)
     same_commit = sha is not None and all(p.marker.sha == sha.sha for p in before)
-    if mode is CommentMode.UPDATE or (mode is CommentMode.HIDE_OUTDATED and same_commit):
-        _write_in_place(sticky, parts, before, result)
-        _reconcile(sticky, parts, set(), oldest=True, result=result)
+    if mode is CommentMode.ONLY_UPDATE and not before:
+        return result
+    in_place = (CommentMode.UPDATE, CommentMode.ONLY_UPDATE)
+    if mode in in_place or (mode is CommentMode.HIDE_OUTDATED and same_commit):
+        create = mode is not CommentMode.ONLY_UPDATE
+        _write_in_place(sticky, parts, before, result, create=create)
+        _reconcile(sticky, parts, set(), oldest=True, result=result, create=create)
     else:
         for part in parts:
             sticky.client.create_comment(sticky.number, part.body)
@@ -348,16 +417,66 @@ def sync_comments(sticky: Sticky, parts: Sequence[Part], mode: CommentMode) -> S
     return result
 
 
+def remove_comments(sticky: Sticky) -> SyncResult:
+    """Delete every comment of ours with our key."""
+    result = SyncResult()
+    _delete(sticky, sticky.ours(), result)
+    return result
+
+
+NOTE_MARK = "<!-- reviewer:note -->"
+"""Opens the note `mark_comments` puts under a comment's marker line (replaced, never stacked)."""
+
+
+def mark_comments(sticky: Sticky, note: Callable[[Marker], str]) -> SyncResult:
+    """Put a note (built from each comment's marker; "" for none) at the top of our comments."""
+    result = SyncResult()
+    for posted in sticky.ours():
+        text = note(posted.marker)
+        if not text:
+            continue
+        body = posted.handle.body or ""
+        marked = noted(body, text)
+        if marked != body:
+            _edit_or_skip(sticky, posted, marked, result)
+        result.urls.append(posted.handle.html_url)
+    return result
+
+
+def noted(body: str, note: str) -> str:
+    """`body` with `note` under its marker line, in place of an earlier note."""
+    marker, _, rest = body.partition("\n")
+    if rest.startswith(NOTE_MARK):
+        rest = rest.split("\n\n", 1)[1] if "\n\n" in rest else ""
+    block = f"{NOTE_MARK}\n{note.strip()}\n\n"
+    whole = f"{marker}\n{block}{rest}"
+    return whole if size(whole) <= DEFAULT_BUDGET else f"{marker}\n{block}"
+
+
+def _edit_or_skip(sticky: Sticky, posted: Posted, body: str, result: SyncResult) -> None:
+    try:
+        sticky.client.edit_comment(posted.handle, body)
+        result.edited += 1
+    except PublishError as exc:
+        if exc.status != 404:  # deleted meanwhile: nothing left to mark
+            raise
+
+
 def _write_in_place(
-    sticky: Sticky, parts: Sequence[Part], before: list[Posted], result: SyncResult
+    sticky: Sticky,
+    parts: Sequence[Part],
+    before: list[Posted],
+    result: SyncResult,
+    *,
+    create: bool = True,
 ) -> None:
     keep = _pick(before, oldest=True)
     for part in parts:
         existing = keep.get(part.number)
-        if existing is None:
+        if existing is None and create:
             sticky.client.create_comment(sticky.number, part.body)
             result.created += 1
-        elif existing.handle.body != part.body:
+        elif existing is not None and existing.handle.body != part.body:
             _edit_or_create(sticky, existing, part, result)
     kept = {posted.id for number, posted in keep.items() if number <= len(parts)}
     _delete(sticky, (p for p in before if p.id not in kept), result)
@@ -398,7 +517,13 @@ def _pick(posted: Sequence[Posted], *, oldest: bool) -> dict[int, Posted]:
 
 
 def _reconcile(
-    sticky: Sticky, parts: Sequence[Part], retired: set[int], *, oldest: bool, result: SyncResult
+    sticky: Sticky,
+    parts: Sequence[Part],
+    retired: set[int],
+    *,
+    oldest: bool,
+    result: SyncResult,
+    create: bool = True,
 ) -> None:
     """Re-list after writing, so concurrent runs converge on one comment per part number."""
     now = [posted for posted in sticky.ours() if posted.id not in retired]
@@ -406,6 +531,8 @@ def _reconcile(
     _delete(sticky, (p for p in now if keep.get(p.marker.part) is not p), result)
     for part in parts:
         posted = keep.get(part.number)
+        if posted is None and not create:
+            continue
         if posted is None:
             created = sticky.client.create_comment(sticky.number, part.body)
             result.created += 1

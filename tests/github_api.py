@@ -148,6 +148,9 @@ class State:
     statuses: list[Json] = field(default_factory=list)
     check_runs: list[Json] = field(default_factory=list)
     pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
+    bases: dict[int, tuple[str, str]] = field(default_factory=dict)  # number -> (ref, sha)
+    closed: set[int] = field(default_factory=set)
+    conflicting: set[int] = field(default_factory=set)  # GitHub reports mergeable: false
     faults: list[Fault] = field(default_factory=list)
     hooks: list[Hook] = field(default_factory=list)
     log: list[Exchange] = field(default_factory=list)
@@ -462,6 +465,10 @@ class FakeGitHub:
         pull = self.spec.example("pull-request")
         pull["number"] = number
         pull["head"]["sha"] = self.state.pulls[number]
+        if number in self.state.bases:
+            pull["base"]["ref"], pull["base"]["sha"] = self.state.bases[number]
+        pull["state"] = "closed" if number in self.state.closed else "open"
+        pull["mergeable"] = number not in self.state.conflicting
         pull["requested_teams"] = []  # the example's team lacks the `type` its schema requires
         return 200, {}, pull
 

@@ -95,7 +95,8 @@ def event(
 
 
 def actions_env(tmp_path: Path, fake: FakeGitHub, pull: PullRepo, **extra: str) -> dict[str, str]:
-    """What GitHub Actions sets for a `pull_request` run."""
+    """What GitHub Actions sets for a `pull_request` run (the PR is open at `pull.head`)."""
+    fake.state.pulls[PR] = pull.head
     env = {
         "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": "pull_request",
@@ -150,10 +151,15 @@ def test_ci_reviews_the_merge_commit_and_publishes_everything(
     assert (state["sha"], state["state"], state["context"]) == (pull.head, "success", "reviewer")
     assert state["target_url"] == "https://github.test/acme/fleet/actions/runs/77"
     assert outputs(tmp_path / "output.txt") == {
-        "changed": "true",
+        "added": "0",
+        "changed": "1",
+        "removed": "0",
+        "failed": "0",
         "errors": "0",
         "report-dir": str(tmp_path / "report"),
+        "report-json": str(tmp_path / "report" / "report.json"),
         "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
+        "comment-id": str(posted.id),
     }
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert summary == (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
@@ -611,7 +617,7 @@ def test_composite_action_reviews_and_publishes(
     result = runner.run()
     (posted,) = fake.comments(PR)
     assert result == {
-        "changed": "true",
+        "changed": "1",
         "errors": "0",
         "comment-url": f"https://github.test/acme/fleet/pull/{PR}#issuecomment-{posted.id}",
         "report-dir": str(runner_temp / "reviewer-default" / "report"),
@@ -619,10 +625,9 @@ def test_composite_action_reviews_and_publishes(
         "comment-id": str(posted.id),
         "artifact-name": "reviewer-report-default",
         "shard-artifact": "",
-        # Counts come from `reviewer ci` (empty until it writes them).
-        "added": "",
-        "removed": "",
-        "failed": "",
+        "added": "0",
+        "removed": "0",
+        "failed": "0",
     }
     assert Marker.parse(posted.body) == Marker("default", 1, 1, pull.head)
     (state,) = fake.state.statuses
@@ -698,7 +703,7 @@ def test_composite_action_renders_shards_then_publishes_them(
     (posted,) = fake.comments(PR)
     sharded_body = posted.body  # the stored comment is edited in place below
     assert result["comment-url"].endswith(f"#issuecomment-{posted.id}")
-    assert (result["changed"], result["errors"]) == ("true", "0")
+    assert (result["changed"], result["errors"]) == ("1", "0")
     assert [upload["name"] for upload in publish.uploads] == ["reviewer-report-default"]
     assert "prod/eu" in sharded_body and "platinum" in sharded_body
 
@@ -852,7 +857,7 @@ def test_reusable_workflow_with_shards_posts_one_review(
     (posted,) = fake.comments(PR)
     assert result["comment-url"].endswith(f"#issuecomment-{posted.id}")
     assert "prod/eu" in posted.body and "platinum" in posted.body
-    assert (result["changed"], result["errors"]) == ("true", "0")
+    assert (result["changed"], result["errors"]) == ("1", "0")
     (state,) = fake.state.statuses
     assert (state["sha"], state["state"]) == (pull.head, "success")
 
@@ -1114,3 +1119,23 @@ def test_closed_mode_and_the_new_comment_modes_reach_reviewer_ci(
     assert update[update.index("--comment-mode") + 1] == "only-update"
     assert update[update.index("--cache-dir") + 1].endswith("/reviewer-charts")
     assert update[update.index("--artifact-name") + 1] == "reviewer-report-default"
+
+
+def test_a_read_only_token_on_a_same_repository_pull_request_renders_only(
+    tmp_path: Path, runner_temp: Path, fake: FakeGitHub, bot: User, pull: PullRepo
+) -> None:
+    """Dependabot's pull requests come from the same repository with a read-only token: the
+    first write's 403 turns the run into render-only, with a notice and a green step."""
+    env = actions_env(tmp_path, fake, pull)
+    del env["GITHUB_TOKEN"]
+    fake.fail("POST", r"/comments$", 403, message="Resource not accessible by integration")
+    runner = ActionRunner(
+        pull.root, runner_temp, runner_env(runner_temp, env), {"github-token": TOKEN}
+    )
+    result = runner.run()
+    assert "::notice title=reviewer::GitHub refused to write on #12 (403)" in runner.log
+    assert "Result" not in runner.ran, "no red X"
+    assert fake.comments(PR) == [] and fake.state.statuses == []
+    assert "platinum" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert (result["comment-url"], result["changed"]) == ("", "1")
+    assert [upload["name"] for upload in runner.uploads] == ["reviewer-report-default"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import __version__, comment, github_event, report
@@ -27,13 +27,22 @@ from reviewer.delivery import (
     Target,
     artifact_note,
     check_outbound,
+    close,
     deliver,
+    notice,
     outbound_guard,
 )
 from reviewer.diff.options import DifferChoice
-from reviewer.errors import ExitStatus
-from reviewer.github_event import ActionsContext, Artifact
-from reviewer.publish import CommentMode, Pacer, StatusKind, write_job_summary
+from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.github_event import ActionsContext, Artifact, PullRequest
+from reviewer.publish import (
+    CommentMode,
+    GitHub,
+    Pacer,
+    StatusKind,
+    token_from_env,
+    write_job_summary,
+)
 from reviewer.redact import shared_marker_key
 from reviewer.shards import Expected, ShardFacts, merge_shards, save_shard
 from reviewer.side import Shard, SideOptions, SideRequest, Tooling
@@ -65,8 +74,9 @@ class CiArgs:
     from_shards: tuple[Path, ...] = ()
     save: Path | None = None
     output_dir: Path | None = None
-    artifact_name: str = "reviewer-report"
+    artifact_name: str | None = None  # None: reviewer-report-<key>
     token_env: str = "GITHUB_TOKEN"
+    closed: bool = False
     options: SideOptions = field(default_factory=SideOptions)
     definitions: str | None = None
     templates: str | None = None
@@ -99,8 +109,9 @@ class CiArgs:
             dry_run=self.dry_run,
             render_only=self.render_only,
             from_artifact=self.from_artifact,
-            artifact_name=self.artifact_name,
+            artifact_name=self.artifact_name or f"reviewer-report-{self.key}",
             token_env=self.token_env,
+            closed=self.closed,
         )
 
 
@@ -135,6 +146,10 @@ def mode_conflict(args: CiArgs) -> str | None:
             args.save is not None and rendered_elsewhere,
             "--save keeps what this run renders: nothing is rendered with --from-*",
         ),
+        (
+            args.closed and (args.render_only or args.dry_run or rendered_elsewhere),
+            "--closed renders and posts no review: drop --render-only, --dry-run and --from-*",
+        ),
     )
     return next((message for broken, message in rules if broken), None)
 
@@ -149,6 +164,18 @@ def run(
     """Render, report and publish one pull request; the exit status follows README.md."""
     comment.validate_key(args.key)
     actions = github_event.load(env)
+    channel = Channel(console, env, pacer)
+    closed_event = actions.pull is not None and actions.pull.action == "closed"
+    if closed_event and (args.dry_run or args.render_only):
+        notice(channel, "the pull request is closed: nothing to review")
+        return ExitStatus.OK
+    if args.closed or closed_event:
+        close(args.delivery, _target(args, actions), channel)
+        return ExitStatus.OK
+    if actions.pull is not None and not actions.pull.review_needed:
+        notice(channel, "the pull request's title or description changed: nothing to review")
+        return ExitStatus.OK
+    actions = _looked_up(args, actions, env, pacer)
     target = _target(args, actions)
     artifact, console = _artifact_from(args, target, console, env)
     artifact = github_event.check_triggering_run(artifact, actions.triggering_run)
@@ -158,21 +185,48 @@ def run(
         status = ExitStatus.RENDER_FAILED if artifact.errors else ExitStatus.OK
     else:
         outputs = _keep(args, actions, artifact, env, console)
-        channel = Channel(console, env, pacer)
-        outputs["comment-url"] = deliver(args.delivery, target, actions, artifact, channel)
+        published = deliver(
+            args.delivery, target, actions, artifact, replace(channel, console=console)
+        )
+        outputs |= {"comment-url": published.url, "comment-id": published.comment_id}
         status = _exit_status(args, artifact)
     if actions.output_path is not None:
         github_event.write_outputs(actions.output_path, outputs)
     return status
 
 
+def _looked_up(
+    args: CiArgs, actions: ActionsContext, env: Mapping[str, str], pacer: Pacer | None
+) -> ActionsContext:
+    """For `--pr N` on an event that is not a pull request: its head and base, from the API."""
+    rendering_here = args.from_artifact is None and not args.from_shards
+    known = args.pr_head is not None or args.base is not None
+    if args.pr is None or actions.pull is not None or known or not rendering_here:
+        return actions
+    repository = args.repository or actions.repository
+    if repository is None:
+        raise ReviewerError(f"no repository to look #{args.pr} up in", hint="pass --repository")
+    client = GitHub(
+        token=token_from_env(env, args.token_env),
+        api_url=(args.api_url or actions.api_url).rstrip("/"),
+        repository=github_event.check_repository(repository),
+        pacer=pacer,
+    )
+    pull = client.pull(args.pr)
+    found = PullRequest(args.pr, pull.head_sha, pull.base_sha, pull.base_ref)
+    return replace(actions, pull=found)
+
+
 def _shard_outputs(args: CiArgs, artifact: Artifact) -> dict[str, str]:
     """Step outputs of a shard job: its own share of changes and failures, and its bundle."""
-    return {
-        "changed": str(artifact.changed).lower(),
-        "errors": str(artifact.errors),
-        "bundle-dir": str(args.save),
-    }
+    return {**counts(artifact), "bundle-dir": str(args.save)}
+
+
+def counts(artifact: Artifact) -> dict[str, str]:
+    """The step outputs counting releases by status (`errors` is the older name of `failed`)."""
+    statuses = [release.get("status") for release in artifact.report["releases"]]
+    found = {name: str(statuses.count(name)) for name in ("added", "changed", "removed")}
+    return {**found, "failed": str(artifact.errors), "errors": str(artifact.errors)}
 
 
 def _keep(
@@ -186,11 +240,12 @@ def _keep(
     report_json = json.dumps(artifact.report, indent=2) + "\n"
     texts = {"report": artifact.markdown, "JSON report": report_json}
     check_outbound(texts, env, args.token_env, console)
-    outputs = {"changed": str(artifact.changed).lower(), "errors": str(artifact.errors)}
+    outputs = counts(artifact)
     if args.output_dir is not None and args.from_artifact is None:
         github_event.write_artifact(args.output_dir, artifact, report_json=report_json)
         console.info(f"report written to {args.output_dir}")
         outputs["report-dir"] = str(args.output_dir)
+        outputs["report-json"] = str(args.output_dir / "report.json")
     if actions.summary_path is not None:
         note = artifact_note(args.delivery)
         write_job_summary(actions.summary_path, artifact.markdown, pointer=note)
