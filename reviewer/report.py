@@ -37,11 +37,15 @@ class SideInfo:
 
     ref: str
     sha: str | None = None
+    branch: str | None = None
+    """The checked-out branch, when the side is a working tree."""
 
     @property
     def short(self) -> str:
-        """`ref (sha7)` for headers."""
-        return f"{self.ref} ({self.sha[:7]})" if self.sha else self.ref
+        """`ref (sha7)` for headers; a working tree names its branch."""
+        if self.sha:
+            return f"{self.ref} ({self.sha[:7]})"
+        return f"{self.ref} of {self.branch}" if self.branch else self.ref
 
 
 BOTH_SIDES = "target branch and merge result"
@@ -135,6 +139,22 @@ class Review:
                 return number
         return None
 
+    def counts_line(self) -> str:
+        """Release counts in words, then deployments that failed to plan (never mixed)."""
+        totals = self.totals()
+        line = (
+            f"{totals['changed']} changed, {totals['added']} added, {totals['removed']} removed, "
+            f"{totals['failed']} failed, {totals['unchanged']} unchanged release(s)"
+        )
+        broken = self.diff.deployment_failures()
+        if broken:
+            clusters = len({name for failure in broken for name in failure.clusters})
+            line += (
+                f"; {_plural(len(broken), 'deployment')} failed to plan "
+                f"(affects {_plural(clusters, 'cluster')})"
+            )
+        return line
+
     def totals(self) -> dict[str, int]:
         """Release counts over the whole fleet."""
         totals = {"added": 0, "changed": 0, "removed": 0, "unchanged": 0, "failed": 0}
@@ -145,6 +165,10 @@ class Review:
             totals["unchanged"] += cluster.unchanged
             totals["failed"] += cluster.failed
         return totals
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -160,6 +184,10 @@ def to_json(review: Review) -> dict[str, Any]:
             "releases": review.totals(),
             "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
             "routine": review.diff.routine_counts(),
+            "failedDeployments": [
+                {"deployment": f.deployment, "clusters": list(f.clusters), "message": f.message}
+                for f in review.diff.deployment_failures()
+            ],
         },
         "releases": [_release_json(review, release) for release in review.diff.releases],
         "groups": [
@@ -284,10 +312,7 @@ def _painter(colour: bool) -> Any:
 def _text_lines(review: Review, paint: Any) -> Iterator[str]:
     totals = review.totals()
     yield paint(f"reviewer diff: {review.base.short} → {review.head.short}", "1")
-    yield (
-        f"{totals['changed']} changed, {totals['added']} added, {totals['removed']} removed, "
-        f"{totals['failed']} failed, {totals['unchanged']} unchanged release(s)"
-    )
+    yield review.counts_line()
     yield from _blast_radius_text(review)
     for warning in review.all_warnings:
         yield paint(f"warning: {warning}", "33")

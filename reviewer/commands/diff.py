@@ -193,7 +193,7 @@ def render_pair(
     explanation = explain(
         base=base.plans,
         head=head.plans,
-        files=changed_files(sides.base.root, sides.head.root),
+        files=changed_files(sides.base.root, sides.head.root, ignored=sides.head.ignored),
         diff=diff,
         redact=prepared.redactor.redact_manifest,
     )
@@ -201,7 +201,7 @@ def render_pair(
         base=redacted_base,
         head=redacted_head,
         base_info=report.SideInfo(sides.base.ref, sides.base.sha),
-        head_info=report.SideInfo(sides.head.ref, sides.head.sha),
+        head_info=report.SideInfo(sides.head.ref, sides.head.sha, sides.head.branch),
         warnings=sides.warnings
         + discovery_warnings(sides.base.root, sides.head.root, _layout(prepared, request))
         + ((prepared.keyless,) if prepared.keyless else ()),
@@ -229,12 +229,16 @@ def _announce(console: Console, sides: Sides) -> SideWatch:
         console.info(f"rendering {side.label}: {side.ref}")
         rendered, reused = cache.rendered, cache.reused
         yield functools.partial(progress_bar, console, label=f"rendering {side.label}")
-        console.info(
-            f"  {side.label}: {cache.rendered - rendered} release(s) rendered, "
-            f"{cache.reused - reused} with inputs identical to an earlier render reused"
-        )
+        console.info(_rendered_line(side.label, cache.rendered - rendered, cache.reused - reused))
 
     return watch
+
+
+def _rendered_line(label: str, rendered: int, reused: int) -> str:
+    line = f"  {label}: {rendered} release(s) rendered"
+    if reused:
+        line += f", {reused} not rendered again (same chart and values as one already rendered)"
+    return line
 
 
 def hidden_changes(
