@@ -17,6 +17,7 @@ from reviewer import explain as explain_mod
 from reviewer import markdown
 from reviewer.diff.result import (
     ChangeGroup,
+    ClusterSummary,
     Failure,
     ReleaseDiff,
     ReleaseStatus,
@@ -297,9 +298,17 @@ _MARK = {
 _COLOUR = {"+": "32", "-": "31", "~": "33", ">": "36", "!": "31;1", "@": "36"}
 
 
-def render_text(review: Review, *, colour: bool = False) -> str:
-    """A terminal report: summary, warnings, failures, then every change."""
-    return "".join(line + "\n" for line in _text_lines(review, _painter(colour)))
+def render_text(
+    review: Review, *, colour: bool = False, summary_last: bool = False, summary_only: bool = False
+) -> str:
+    """A terminal report: the summary (sides, counts, clusters, blast radius, warnings,
+    failures) and every change; `summary_last` puts the summary at the end, where a
+    terminal leaves it in view, and `summary_only` leaves the changes out."""
+    paint = _painter(colour)
+    summary = list(_summary_text(review, paint))
+    details = [] if summary_only else list(_details_text(review, paint))
+    lines = [*details, "", *summary] if summary_last and details else [*summary, *details]
+    return "".join(line + "\n" for line in lines)
 
 
 def _painter(colour: bool) -> Any:
@@ -309,10 +318,10 @@ def _painter(colour: bool) -> Any:
     return paint
 
 
-def _text_lines(review: Review, paint: Any) -> Iterator[str]:
-    totals = review.totals()
+def _summary_text(review: Review, paint: Any) -> Iterator[str]:
     yield paint(f"reviewer diff: {review.base.short} → {review.head.short}", "1")
     yield review.counts_line()
+    yield from _clusters_text(review)
     yield from _blast_radius_text(review)
     for warning in review.all_warnings:
         yield paint(f"warning: {warning}", "33")
@@ -325,9 +334,43 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
             yield f"  reproduce: {failure.reproduce}"
         if failure.helm_command:
             yield f"  with helm: {failure.helm_command}"
+
+
+def _details_text(review: Review, paint: Any) -> Iterator[str]:
     yield from _repeated_text(review, paint)
     for release in review.changed_releases():
         yield from _release_text(review, release, paint)
+
+
+def _clusters_text(review: Review) -> Iterator[str]:
+    clusters = review.diff.summary()
+    touched = [cluster for cluster in clusters if _cluster_words(cluster)]
+    if not touched:
+        return
+    yield "per cluster:"
+    width = max(len(cluster.cluster) for cluster in touched)
+    for cluster in touched:
+        yield f"  {cluster.cluster.ljust(width)}  {_cluster_words(cluster)}"
+    if len(touched) < len(clusters):
+        yield f"  ({len(clusters) - len(touched)} other cluster(s) unchanged)"
+
+
+def _cluster_words(cluster: ClusterSummary) -> str:
+    parts = [
+        f"{count} {word}"
+        for count, word in (
+            (cluster.changed, "changed"),
+            (cluster.added, "added"),
+            (cluster.removed, "removed"),
+            (cluster.failed, "failed"),
+        )
+        if count
+    ]
+    if cluster.routine_only:
+        parts.append(f"({cluster.routine_only} routine only)")
+    if cluster.failed_deployments:
+        parts.append(f"{_plural(cluster.failed_deployments, 'deployment')} failed to plan")
+    return ", ".join(parts)
 
 
 def _blast_radius_text(review: Review) -> Iterator[str]:
@@ -478,10 +521,15 @@ def _resource_title_markdown(release: ReleaseDiff, diff: ResourceDiff) -> str:
     return title
 
 
-def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
-    """The Markdown report (also the body of the PR comment)."""
+def render_markdown(
+    review: Review, *, template: str = "report.md.j2", summary_only: bool = False
+) -> str:
+    """The Markdown report (also the body of the PR comment); `summary_only`: no details."""
     environment = _environment()
     environment.globals["repeat_number"] = review.repeat_number
     return environment.get_template(template).render(
-        review=review, mark=_MARK, blast_radius_lines=BLAST_RADIUS_LINES
+        review=review,
+        mark=_MARK,
+        blast_radius_lines=BLAST_RADIUS_LINES,
+        summary_only=summary_only,
     )

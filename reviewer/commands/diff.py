@@ -50,6 +50,10 @@ class ReportArgs:
     exit_code: bool = False
     fail_on_preexisting: bool = False
     """Failures the target branch has too (same error) fail the run as well."""
+    summary: bool = False
+    """Only the summary and blast radius, no per-release changes."""
+    pager: bool = True
+    """Page the report on a terminal (`--no-pager`: never)."""
 
 
 @dataclass(frozen=True)
@@ -269,15 +273,21 @@ def hidden_changes(
 
 def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     colour = args.output is None and console.colour
+    paged = args.output is None and args.pager and console.pages
     if args.output_format == "json":
         text = json.dumps(report.to_json(review), indent=2) + "\n"
     elif args.output_format == "markdown":
-        text = report.render_markdown(review)
+        text = report.render_markdown(review, summary_only=args.summary)
     else:
-        text = report.render_text(review, colour=colour)
+        # A pager opens at the top, a terminal shows the end: the summary goes where it is seen.
+        text = report.render_text(
+            review, colour=colour, summary_last=not paged, summary_only=args.summary
+        )
     console.check(text, str(args.output or "report"))
-    if args.output is None:
-        console.write(text)
-    else:
+    if args.output is not None:
         args.output.write_text(text, encoding="utf-8")
         console.info(f"report written to {args.output}")
+    elif paged:
+        console.page(text)
+    else:
+        console.write(text)

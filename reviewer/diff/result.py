@@ -276,6 +276,7 @@ def _on_both_sides(failures: Iterable[Failure]) -> set[tuple[ReleaseId | None, s
     base = {(f.release, f.message) for f in found if f.side is DiffSide.BASE}
     return {(f.release, f.message) for f in found if f.side is DiffSide.HEAD} & base
 
+
 @dataclass(frozen=True)
 class DeploymentFailure:
     """One deployment that failed to plan on the merge result, and the clusters it hit."""
