@@ -34,7 +34,7 @@ from reviewer.diff.options import DifferChoice, resolve_differ
 from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.publish import CommentMode, StatusKind
-from reviewer.redact import shared_marker_key
+from reviewer.redact import local_marker_key, shared_marker_key
 from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 
@@ -100,8 +100,11 @@ class Edge:
         return self.env.get("CI", "").lower() == "true" or "GITHUB_ACTIONS" in self.env
 
     def marker_key(self) -> bytes | None:
-        """The Secret-marker key the jobs of one CI run share (None: random per process)."""
-        return shared_marker_key(self.env, warn=self.console.warn)
+        """The Secret-marker key: shared by a CI run's jobs, or this user's own key locally."""
+        key = shared_marker_key(self.env, warn=self.console.warn)
+        if key is None and not self.in_ci:
+            return local_marker_key(default_cache_dir(self.env).parent)
+        return key
 
 
 _EDGE = click.make_pass_decorator(Edge)

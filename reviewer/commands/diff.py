@@ -13,6 +13,7 @@ from reviewer import config as config_mod
 from reviewer import report
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
+from reviewer.commands import snapshots
 from reviewer.console import Console, progress_bar
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DifferChoice, DiffOptions
@@ -88,7 +89,12 @@ class DiffArgs:
 
 
 def run(args: DiffArgs, console: Console) -> ExitStatus:
-    """Render both sides, diff, write the report; the exit status follows README.md."""
+    """Render both sides (or read two render outputs), diff, write the report.
+
+    The exit status follows README.md.
+    """
+    if args.directories is not None and snapshots.render_outputs(*args.directories):
+        return finish(snapshots.load_pair(*args.directories), args.report, console)
     if args.directories is not None:
         pair, guard = _render(directory_sides(*args.directories), args, console)
     else:
