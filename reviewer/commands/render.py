@@ -83,12 +83,17 @@ def counts_line(snapshot: Snapshot) -> str:
     """Releases rendered and failed, then deployments that failed to plan, never mixed."""
     releases = [r for r in snapshot.releases if r.id.release != WHOLE_DEPLOYMENT]
     failed = sum(1 for release in releases if release.error is not None)
-    broken = sorted(
-        f"{r.id.cluster}/{r.id.deployment}"
-        for r in snapshot.releases
-        if r.id.release == WHOLE_DEPLOYMENT and r.error is not None
-    )
     line = f"{len(releases) - failed} release(s) rendered, {failed} failed"
+    # One deployment.yaml shared by a group fails alike in each of its clusters: one cause.
+    broken: dict[tuple[str, str], set[str]] = {}
+    for release in snapshot.releases:
+        if release.id.release == WHOLE_DEPLOYMENT and release.error is not None:
+            cause = (release.id.deployment, release.error)
+            broken.setdefault(cause, set()).add(release.id.cluster)
     if broken:
-        line += f"; {len(broken)} deployment(s) failed to plan ({', '.join(broken)})"
+        named = ", ".join(
+            f"{deployment} in {len(clusters)} cluster(s)"
+            for (deployment, _), clusters in sorted(broken.items())
+        )
+        line += f"; {len(broken)} deployment(s) failed to plan ({named})"
     return line
