@@ -362,3 +362,22 @@ def test_noise_rules_come_from_the_base_side_and_config_is_selectable(
     code, _, err = run_diff(["--repo", str(fleet.root), "--config", "missing.yaml"], capsys)
     assert code == ExitStatus.INVALID_REPOSITORY
     assert "missing.yaml: config: settings file not found in the repository" in err
+
+
+def test_git_ignored_files_of_the_working_tree_are_not_changed_files(
+    fleet: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write(".gitignore", "rendered/\n")
+    fleet.commit("ignore render outputs")
+    git(fleet.root, "branch", "--quiet", "-f", "main")
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(fleet.root), "-o", str(fleet.root / "rendered")])
+    assert done.value.code == ExitStatus.OK
+    capsys.readouterr()
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    fleet.write("notes.txt", "untracked, not ignored\n")
+    report = json_diff(fleet, capsys, "--base", "main")
+    files = [impact["file"] for impact in report["explain"]["blastRadius"]]
+    assert files == ["deployments/prod/group.values.yaml", "notes.txt"]
+    code, out, _ = run_diff(["--repo", str(fleet.root), "--base", "main"], capsys)
+    assert code == ExitStatus.OK and "rendered/" not in out
