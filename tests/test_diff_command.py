@@ -173,7 +173,11 @@ def test_head_side_template_error_exits_1_with_reproduction(
     )
     assert code == ExitStatus.RENDER_FAILED
     assert "FAILED dev/a/base/*:" in out
-    assert "0 changed, 0 added, 0 removed, 2 failed, 3 unchanged release(s)" in out
+    # One release failed; the deployment that hid it is counted apart, not as a release.
+    assert (
+        "0 changed, 0 added, 0 removed, 1 failed, 3 unchanged release(s); "
+        "1 deployment failed to plan (affects 1 cluster)"
+    ) in out
     assert "not rendered: deployment base failed as a whole" in out
     assert "deployments/dev/a/cluster.values.yaml.gotmpl:1: template function 'nosuchfunc'" in out
     reproduce = next(line for line in out.splitlines() if "reproduce:" in line)
