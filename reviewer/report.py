@@ -186,7 +186,8 @@ def to_json(review: Review) -> dict[str, Any]:
             "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
             "routine": review.diff.routine_counts(),
             "failedDeployments": [
-                {"deployment": f.deployment, "clusters": list(f.clusters), "message": f.message}
+                # The message is in the failures themselves (head.errors or stillFailing).
+                {"deployment": f.deployment, "clusters": list(f.clusters)}
                 for f in review.diff.deployment_failures()
             ],
         },
