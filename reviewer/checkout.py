@@ -36,6 +36,9 @@ class Side:
     root: Path
     ref: str  # what the user asked for: a ref, "working tree", or a directory
     sha: str | None = None  # commit, when the side is a commit
+    branch: str | None = None  # the checked-out branch, when the side is the working tree
+    ignored: tuple[str, ...] = ()
+    """Untracked paths under `root` that git ignores (directories end in `/`): not inputs."""
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,15 @@ def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
 
 def default_base(repo: Path) -> str:
     """Merge base of HEAD with the upstream default branch (origin/HEAD, upstream, main, master)."""
+    return _out(repo, "merge-base", "HEAD", default_upstream(repo))
+
+
+def default_upstream(repo: Path) -> str:
+    """The upstream default branch a diff without --base compares with."""
     for candidate in _upstream_candidates(repo):
         found = git(repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1, 128))
         if found.returncode == 0:
-            return _out(repo, "merge-base", "HEAD", candidate)
+            return candidate.removeprefix("refs/remotes/")
     raise ReviewerError(
         "cannot find the default upstream branch to compare with",
         hint="pass --base REF (for example --base origin/main)",
@@ -141,8 +149,8 @@ def git_sides(repo: Path, *, base: str | None, head: str | None, merge: bool) ->
     """Check out base and head (or the merge result) for the duration of the block."""
     top = toplevel(repo)
     inner = repo.resolve().relative_to(top.resolve())
-    base_ref = base or default_base(top)
-    base_sha = resolve(top, base_ref)
+    base_ref = base or f"merge base with {default_upstream(top)}"
+    base_sha = resolve(top, base) if base else default_base(top)
     warnings: list[str] = []
     with ExitStack() as stack:
         base_root = stack.enter_context(worktree(top, base_sha))
@@ -156,9 +164,23 @@ def git_sides(repo: Path, *, base: str | None, head: str | None, merge: bool) ->
 
 def _head_side(stack: ExitStack, top: Path, inner: Path, head: str | None) -> Side:
     if head is None:
-        return Side("head", top / inner, "working tree", None)
+        root = top / inner
+        return Side("head", root, "working tree", None, _branch(top), ignored_paths(root))
     sha = resolve(top, head)
     return Side("head", stack.enter_context(worktree(top, sha)) / inner, head, sha)
+
+
+def ignored_paths(root: Path) -> tuple[str, ...]:
+    """Untracked files and directories under `root` that .gitignore (or info/exclude) hides."""
+    listed = git(
+        root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    )
+    return tuple(sorted(name for name in listed.stdout.decode().split("\0") if name))
+
+
+def _branch(top: Path) -> str | None:
+    found = git(top, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1, 128))
+    return found.stdout.decode().strip() or None if found.returncode == 0 else None
 
 
 def _merged_side(

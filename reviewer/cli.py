@@ -28,13 +28,13 @@ from reviewer.commands import explain as explain_cmd
 from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.config import CONFIG_FILE
-from reviewer.console import Console
+from reviewer.console import Console, pager_command
 from reviewer.delivery import Delivery
 from reviewer.diff.options import DifferChoice, resolve_differ
 from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.publish import CommentMode, StatusKind
-from reviewer.redact import shared_marker_key
+from reviewer.redact import local_marker_key, shared_marker_key
 from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 
@@ -100,8 +100,11 @@ class Edge:
         return self.env.get("CI", "").lower() == "true" or "GITHUB_ACTIONS" in self.env
 
     def marker_key(self) -> bytes | None:
-        """The Secret-marker key the jobs of one CI run share (None: random per process)."""
-        return shared_marker_key(self.env, warn=self.console.warn)
+        """The Secret-marker key: shared by a CI run's jobs, or this user's own key locally."""
+        key = shared_marker_key(self.env, warn=self.console.warn)
+        if key is None and not self.in_ci:
+            return local_marker_key(default_cache_dir(self.env).parent)
+        return key
 
 
 _EDGE = click.make_pass_decorator(Edge)
@@ -279,6 +282,8 @@ def _report_args(
     context: int,
     output: str | None,
     output_format: str,
+    summary: bool,
+    no_pager: bool,
 ) -> diff_cmd.ReportArgs:
     return diff_cmd.ReportArgs(
         output_format=output_format,
@@ -287,6 +292,8 @@ def _report_args(
         differ=_differ(differ),
         exit_code=exit_code,
         fail_on_preexisting=fail_on_preexisting,
+        summary=summary,
+        pager=not no_pager,
     )
 
 
@@ -326,6 +333,8 @@ _with_report_args = _options_into(
         default="text",
         show_default=True,
     ),
+    _option("--summary", is_flag=True, help="Only the summary and blast radius (text, markdown)."),
+    _option("--no-pager", is_flag=True, help="Never page the report [default: $PAGER on a tty]."),
 )
 
 
@@ -773,7 +782,7 @@ def _shard(text: str | None) -> Shard | None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: reads the environment (once) and maps every exception to an exit status."""
     env = dict(os.environ)
-    console = Console(no_color="NO_COLOR" in env)
+    console = Console(no_color="NO_COLOR" in env, pager=pager_command(env))
     try:
         cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
     except BrokenPipeError:

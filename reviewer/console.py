@@ -7,8 +7,10 @@ secrets are known, a command derives a guarded console with `guarded(guard)`.
 
 from __future__ import annotations
 
+import shlex
+import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -16,6 +18,23 @@ from typing import TextIO
 
 from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from reviewer import proc
+
+DEFAULT_PAGER = ("less", "-FRX")
+"""Like git: quit when the text fits one screen, keep colours, leave the text on screen."""
+
+
+def pager_command(environ: Mapping[str, str]) -> tuple[str, ...] | None:
+    """The pager `PAGER` names (default `less -FRX`); None when it is empty, `cat` or missing."""
+    given = environ.get("PAGER")
+    try:
+        words = tuple(shlex.split(given)) if given is not None else DEFAULT_PAGER
+    except ValueError:
+        return None
+    if not words or words[0] == "cat" or shutil.which(words[0]) is None:
+        return None
+    return words
 
 
 class _RichConsole(RichConsole):
@@ -34,6 +53,8 @@ class Console:
     """`NO_COLOR` was set: no colour on any stream."""
     guard: Callable[[str, str], None] | None = None
     """The leak guard every line passes before it is shown (None until secrets are known)."""
+    pager: tuple[str, ...] | None = None
+    """The pager for long results on a terminal (`pager_command`); None: never page."""
 
     def guarded(self, guard: Callable[[str, str], None]) -> Console:
         """The same streams, every line passing `guard` (the finished redaction's leak guard)."""
@@ -74,9 +95,23 @@ class Console:
         self.check(message, "log")
         self.rich.print(message, style="yellow", markup=False)
 
+    @property
+    def pages(self) -> bool:
+        """True when results would go through the pager: a terminal and a pager to run."""
+        return self.pager is not None and self.out.isatty()
+
     def write(self, text: str) -> None:
         """Write a result to standard output."""
         self.check(text, "output")
+        self.out.write(text)
+
+    def page(self, text: str) -> None:
+        """Show a long result through the pager on a terminal, else write it as it is."""
+        self.check(text, "output")
+        if self.pager is not None and self.pages:
+            self.out.flush()
+            if proc.feed(self.pager, text):
+                return
         self.out.write(text)
 
 

@@ -232,10 +232,22 @@ def _file_digests(root: Path) -> dict[str, str]:
     return digests
 
 
-def changed_files(base: Path, head: Path) -> list[str]:
-    """Repository-relative files added, removed or modified between two checkouts."""
+def changed_files(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> list[str]:
+    """Repository-relative files added, removed or modified between two checkouts.
+
+    `ignored`: paths git ignores in the head checkout (directories end in `/`), left out.
+    """
     old, new = _file_digests(base), _file_digests(head)
-    return sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+    skipped = tuple(ignored)
+    return sorted(
+        name
+        for name in old.keys() | new.keys()
+        if old.get(name) != new.get(name) and not _ignored(name, skipped)
+    )
+
+
+def _ignored(name: str, ignored: tuple[str, ...]) -> bool:
+    return any(name == path or (path.endswith("/") and name.startswith(path)) for path in ignored)
 
 
 def _reads(plan: ReleasePlan, file: str) -> bool:

@@ -109,3 +109,22 @@ def argv(*parts: str | Path) -> tuple[str, ...]:
 def join(parts: Sequence[str]) -> str:
     """Shell-quote a command line for display."""
     return shlex.join(parts)
+
+
+def feed(argv_: Sequence[str], text: str) -> bool:
+    """Run an interactive program (a pager) on this terminal with `text` as its input.
+
+    Returns False when it cannot start; the user quitting early is not an error.
+    """
+    try:
+        process = subprocess.Popen(list(argv_), stdin=subprocess.PIPE)
+    except OSError:
+        return False
+    assert process.stdin is not None
+    try:
+        process.stdin.write(text.encode("utf-8"))
+        process.stdin.close()
+    except BrokenPipeError:
+        pass
+    process.wait()
+    return True

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import math
+import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
@@ -313,6 +314,40 @@ def shared_marker_key(environ: Mapping[str, str], *, warn: Callable[[str], None]
         return None
     run = environ.get("GITHUB_RUN_ID", "") + "/" + environ.get("GITHUB_RUN_ATTEMPT", "")
     return hmac.new(material, _MARKER_KEY_CONTEXT + run.encode(), hashlib.sha256).digest()
+
+
+LOCAL_MARKER_KEY_FILE = "marker-key"
+
+
+def local_marker_key(directory: Path) -> bytes | None:
+    """This user's own random marker key, kept in `directory` (mode 0600), made on first use.
+
+    For local runs without SOPS key material: two renders on this machine mark equal
+    values equally, so their outputs compare, while nobody without the file can compute
+    a marker. None (a random key for this process) when the file cannot be used.
+    """
+    path = directory / LOCAL_MARKER_KEY_FILE
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_key(path)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(secrets.token_bytes(_KEY_BYTES))
+    return _read_key(path)
+
+
+_KEY_BYTES = 32
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        key = path.read_bytes()
+    except OSError:
+        return None
+    return key if len(key) == _KEY_BYTES else None
 
 
 class Redactor:

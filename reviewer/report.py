@@ -18,6 +18,7 @@ from reviewer import explain as explain_mod
 from reviewer import markdown
 from reviewer.diff.result import (
     ChangeGroup,
+    ClusterSummary,
     Failure,
     RegeneratedChange,
     ReleaseDiff,
@@ -43,11 +44,15 @@ class SideInfo:
 
     ref: str
     sha: str | None = None
+    branch: str | None = None
+    """The checked-out branch, when the side is a working tree."""
 
     @property
     def short(self) -> str:
-        """`ref (sha7)` for headers."""
-        return f"{self.ref} ({self.sha[:7]})" if self.sha else self.ref
+        """`ref (sha7)` for headers; a working tree names its branch."""
+        if self.sha:
+            return f"{self.ref} ({self.sha[:7]})"
+        return f"{self.ref} of {self.branch}" if self.branch else self.ref
 
 
 BOTH_SIDES = "target branch and merge result"
@@ -163,6 +168,22 @@ class Review:
                 return number
         return None
 
+    def counts_line(self) -> str:
+        """Release counts in words, then deployments that failed to plan (never mixed)."""
+        totals = self.totals()
+        line = (
+            f"{totals['changed']} changed, {totals['added']} added, {totals['removed']} removed, "
+            f"{totals['failed']} failed, {totals['unchanged']} unchanged release(s)"
+        )
+        broken = self.diff.deployment_failures()
+        if broken:
+            clusters = len({name for failure in broken for name in failure.clusters})
+            line += (
+                f"; {_plural(len(broken), 'deployment')} failed to plan "
+                f"(affects {_plural(clusters, 'cluster')})"
+            )
+        return line
+
     def totals(self) -> dict[str, int]:
         """Release counts over the whole fleet."""
         totals = {"added": 0, "changed": 0, "removed": 0, "unchanged": 0, "failed": 0}
@@ -173,6 +194,10 @@ class Review:
             totals["unchanged"] += cluster.unchanged
             totals["failed"] += cluster.failed
         return totals
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -189,6 +214,11 @@ def to_json(review: Review) -> dict[str, Any]:
             "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
             "routine": review.diff.routine_counts(),
             "regenerated": len(review.regenerated),
+            "failedDeployments": [
+                # The message is in the failures themselves (head.errors or stillFailing).
+                {"deployment": f.deployment, "clusters": list(f.clusters)}
+                for f in review.diff.deployment_failures()
+            ],
         },
         "releases": [_release_json(review, release) for release in review.diff.releases],
         "groups": [
@@ -323,9 +353,17 @@ _MARK = {
 _COLOUR = {"+": "32", "-": "31", "~": "33", ">": "36", "!": "31;1", "@": "36"}
 
 
-def render_text(review: Review, *, colour: bool = False) -> str:
-    """A terminal report: summary, warnings, failures, then every change."""
-    return "".join(line + "\n" for line in _text_lines(review, _painter(colour)))
+def render_text(
+    review: Review, *, colour: bool = False, summary_last: bool = False, summary_only: bool = False
+) -> str:
+    """A terminal report: the summary (sides, counts, clusters, blast radius, warnings,
+    failures) and every change; `summary_last` puts the summary at the end, where a
+    terminal leaves it in view, and `summary_only` leaves the changes out."""
+    paint = _painter(colour)
+    summary = list(_summary_text(review, paint))
+    details = [] if summary_only else list(_details_text(review, paint))
+    lines = [*details, "", *summary] if summary_last and details else [*summary, *details]
+    return "".join(line + "\n" for line in lines)
 
 
 def _painter(colour: bool) -> Any:
@@ -335,13 +373,10 @@ def _painter(colour: bool) -> Any:
     return paint
 
 
-def _text_lines(review: Review, paint: Any) -> Iterator[str]:
-    totals = review.totals()
+def _summary_text(review: Review, paint: Any) -> Iterator[str]:
     yield paint(f"reviewer diff: {review.base.short} → {review.head.short}", "1")
-    yield (
-        f"{totals['changed']} changed, {totals['added']} added, {totals['removed']} removed, "
-        f"{totals['failed']} failed, {totals['unchanged']} unchanged release(s)"
-    )
+    yield review.counts_line()
+    yield from _clusters_text(review)
     yield from _blast_radius_text(review)
     for warning in review.all_warnings:
         yield paint(f"warning: {warning}", "33")
@@ -355,6 +390,9 @@ def _text_lines(review: Review, paint: Any) -> Iterator[str]:
         if failure.helm_command:
             yield f"  with helm: {failure.helm_command}"
     yield from _regenerated_text(review)
+
+
+def _details_text(review: Review, paint: Any) -> Iterator[str]:
     yield from _repeated_text(review, paint)
     for release in review.changed_releases():
         yield from _release_text(review, release, paint)
@@ -374,7 +412,7 @@ def _regenerated_text(review: Review) -> Iterator[str]:
         yield f"  ... and {len(found) - REGENERATED_LINES} more (see the JSON report)"
 
 
-def _summary_text(summary: ReleaseSummary) -> Iterator[str]:
+def _release_summary_text(summary: ReleaseSummary) -> Iterator[str]:
     yield f"    {len(summary.objects)} object(s), {summary.lines} lines, {summary.bytes} bytes:"
     for item in summary.objects:
         yield f"      {item.key} ({item.lines} lines, {item.bytes} bytes)"
@@ -386,6 +424,37 @@ def _summary_text(summary: ReleaseSummary) -> Iterator[str]:
         yield f"      {line}"
     if found.more:
         yield f"      ... and {found.more} more line(s)"
+
+
+def _clusters_text(review: Review) -> Iterator[str]:
+    clusters = review.diff.summary()
+    touched = [cluster for cluster in clusters if _cluster_words(cluster)]
+    if not touched:
+        return
+    yield "per cluster:"
+    width = max(len(cluster.cluster) for cluster in touched)
+    for cluster in touched:
+        yield f"  {cluster.cluster.ljust(width)}  {_cluster_words(cluster)}"
+    if len(touched) < len(clusters):
+        yield f"  ({len(clusters) - len(touched)} other cluster(s) unchanged)"
+
+
+def _cluster_words(cluster: ClusterSummary) -> str:
+    parts = [
+        f"{count} {word}"
+        for count, word in (
+            (cluster.changed, "changed"),
+            (cluster.added, "added"),
+            (cluster.removed, "removed"),
+            (cluster.failed, "failed"),
+        )
+        if count
+    ]
+    if cluster.routine_only:
+        parts.append(f"({cluster.routine_only} routine only)")
+    if cluster.failed_deployments:
+        parts.append(f"{_plural(cluster.failed_deployments, 'deployment')} failed to plan")
+    return ", ".join(parts)
 
 
 def _blast_radius_text(review: Review) -> Iterator[str]:
@@ -432,7 +501,7 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
             yield f"      {change.line()}"
     summary = review.summaries.get(release.id)
     if summary is not None:
-        yield from _summary_text(summary)
+        yield from _release_summary_text(summary)
         return
     for diff in release.resources:
         yield from _resource_text(review, release, diff, paint)
@@ -540,8 +609,10 @@ def _resource_title_markdown(release: ReleaseDiff, diff: ResourceDiff) -> str:
     return title
 
 
-def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
-    """The Markdown report (also the body of the PR comment)."""
+def render_markdown(
+    review: Review, *, template: str = "report.md.j2", summary_only: bool = False
+) -> str:
+    """The Markdown report (also the body of the PR comment); `summary_only`: no details."""
     environment = _environment()
     environment.globals["repeat_number"] = review.repeat_number
     return environment.get_template(template).render(
@@ -549,4 +620,5 @@ def render_markdown(review: Review, *, template: str = "report.md.j2") -> str:
         mark=_MARK,
         blast_radius_lines=BLAST_RADIUS_LINES,
         regenerated_lines=REGENERATED_LINES,
+        summary_only=summary_only,
     )

@@ -337,13 +337,23 @@ def _redact_resource(resource: Resource, redactor: Redactor) -> Resource:
     return Resource.from_body(redactor.redact_manifest(resource.body), source=resource.source)
 
 
+KEYLESS_FIX = (
+    "to decrypt, give sops a key: SOPS_AGE_KEY_FILE=path/to/keys.txt or SOPS_AGE_KEY "
+    "(or the KMS/PGP credentials the files name)"
+)
+_NAMED_FILES = 5
+
+
 def keyless_warning(sources: list[str]) -> str | None:
-    """The report line saying secrets were not decrypted, if any were not."""
+    """The report line saying secrets were not decrypted, naming the files and the fix."""
     if not sources:
         return None
+    named = ", ".join(sources[:_NAMED_FILES])
+    if len(sources) > _NAMED_FILES:
+        named += f" and {len(sources) - _NAMED_FILES} more"
     return (
-        f"secrets were not decrypted (no usable SOPS key) in {len(sources)} file(s): "
-        "secret values render as placeholders and their changes are not visible"
+        f"secrets were not decrypted (no usable SOPS key) in {len(sources)} file(s) ({named}): "
+        f"secret values render as placeholders and their changes are not visible; {KEYLESS_FIX}"
     )
 
 

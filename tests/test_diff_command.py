@@ -173,7 +173,11 @@ def test_head_side_template_error_exits_1_with_reproduction(
     )
     assert code == ExitStatus.RENDER_FAILED
     assert "FAILED dev/a/base/*:" in out
-    assert "0 changed, 0 added, 0 removed, 2 failed, 3 unchanged release(s)" in out
+    # One release failed; the deployment that hid it is counted apart, not as a release.
+    assert (
+        "0 changed, 0 added, 0 removed, 1 failed, 3 unchanged release(s); "
+        "1 deployment failed to plan (affects 1 cluster)"
+    ) in out
     assert "not rendered: deployment base failed as a whole" in out
     assert "deployments/dev/a/cluster.values.yaml.gotmpl:1: template function 'nosuchfunc'" in out
     reproduce = next(line for line in out.splitlines() if "reproduce:" in line)
@@ -362,3 +366,22 @@ def test_noise_rules_come_from_the_base_side_and_config_is_selectable(
     code, _, err = run_diff(["--repo", str(fleet.root), "--config", "missing.yaml"], capsys)
     assert code == ExitStatus.INVALID_REPOSITORY
     assert "missing.yaml: config: settings file not found in the repository" in err
+
+
+def test_git_ignored_files_of_the_working_tree_are_not_changed_files(
+    fleet: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet.write(".gitignore", "rendered/\n")
+    fleet.commit("ignore render outputs")
+    git(fleet.root, "branch", "--quiet", "-f", "main")
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(fleet.root), "-o", str(fleet.root / "rendered")])
+    assert done.value.code == ExitStatus.OK
+    capsys.readouterr()
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    fleet.write("notes.txt", "untracked, not ignored\n")
+    report = json_diff(fleet, capsys, "--base", "main")
+    files = [impact["file"] for impact in report["explain"]["blastRadius"]]
+    assert files == ["deployments/prod/group.values.yaml", "notes.txt"]
+    code, out, _ = run_diff(["--repo", str(fleet.root), "--base", "main"], capsys)
+    assert code == ExitStatus.OK and "rendered/" not in out

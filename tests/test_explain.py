@@ -165,7 +165,8 @@ def test_markdown_shows_blast_radius_before_the_details(
     with pytest.raises(SystemExit):
         main(["diff", "--repo", str(fleet.root), "--base", "main", "--format", "markdown"])
     body = capsys.readouterr().out
-    radius = body.index("**Blast radius**: `deployments/global.values.yaml` → 3 release(s)")
+    radius = body.index("**Blast radius**")
+    assert body.index("\n- `deployments/global.values.yaml` → 3 release(s)") > radius
     assert radius < body.index("<details>")
     assert 'image.tag: "1.0.0" → "1.0.1"  ← deployments/global.values.yaml (global)' in body
 

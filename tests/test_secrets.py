@@ -444,7 +444,11 @@ def test_secret_markers_agree_across_jobs_of_one_ci_run_only(
     monkeypatch.setenv("GITHUB_RUN_ID", "42")
     assert secret_file("next-run") != first
     monkeypatch.delenv("SOPS_AGE_KEY_FILE")
-    assert secret_file("keyless-1") != secret_file("keyless-2"), "no key material: random key"
+    # No key material: locally this user's own marker key, so two renders compare;
+    # in CI a random key per process, as nothing there may persist a key.
+    assert secret_file("keyless-1") == secret_file("keyless-2"), "locally: the user's own key"
+    monkeypatch.setenv("CI", "true")
+    assert secret_file("ci-keyless-1") != secret_file("ci-keyless-2"), "CI: random key"
 
 
 def test_values_command_redacts_unless_asked_and_never_in_ci(

@@ -14,6 +14,7 @@ from reviewer import report
 from reviewer.bundle import RenderedPair
 from reviewer.chartkeys import local_chart_text
 from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
+from reviewer.commands import snapshots
 from reviewer.console import Console, progress_bar
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DifferChoice, DiffOptions
@@ -51,6 +52,10 @@ class ReportArgs:
     exit_code: bool = False
     fail_on_preexisting: bool = False
     """Failures the target branch has too (same error) fail the run as well."""
+    summary: bool = False
+    """Only the summary and blast radius, no per-release changes."""
+    pager: bool = True
+    """Page the report on a terminal (`--no-pager`: never)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,12 @@ class DiffArgs:
 
 
 def run(args: DiffArgs, console: Console) -> ExitStatus:
-    """Render both sides, diff, write the report; the exit status follows README.md."""
+    """Render both sides (or read two render outputs), diff, write the report.
+
+    The exit status follows README.md.
+    """
+    if args.directories is not None and snapshots.render_outputs(*args.directories):
+        return finish(snapshots.load_pair(*args.directories), args.report, console)
     if args.directories is not None:
         pair, guard = _render(directory_sides(*args.directories), args, console)
     else:
@@ -202,7 +212,7 @@ def render_pair(
     explanation = explain(
         base=base.plans,
         head=head.plans,
-        files=changed_files(sides.base.root, sides.head.root),
+        files=changed_files(sides.base.root, sides.head.root, ignored=sides.head.ignored),
         diff=diff,
         redact=prepared.redactor.redact_manifest,
         chart_text=local_chart_text(sides.head.root),
@@ -211,7 +221,7 @@ def render_pair(
         base=redacted_base,
         head=redacted_head,
         base_info=report.SideInfo(sides.base.ref, sides.base.sha),
-        head_info=report.SideInfo(sides.head.ref, sides.head.sha),
+        head_info=report.SideInfo(sides.head.ref, sides.head.sha, sides.head.branch),
         warnings=sides.warnings
         + discovery_warnings(sides.base.root, sides.head.root, _layout(prepared, request))
         + prepared.notes,
@@ -240,12 +250,16 @@ def _announce(console: Console, sides: Sides) -> SideWatch:
         console.info(f"rendering {side.label}: {side.ref}")
         rendered, reused = cache.rendered, cache.reused
         yield functools.partial(progress_bar, console, label=f"rendering {side.label}")
-        console.info(
-            f"  {side.label}: {cache.rendered - rendered} release(s) rendered, "
-            f"{cache.reused - reused} with inputs identical to an earlier render reused"
-        )
+        console.info(_rendered_line(side.label, cache.rendered - rendered, cache.reused - reused))
 
     return watch
+
+
+def _rendered_line(label: str, rendered: int, reused: int) -> str:
+    line = f"  {label}: {rendered} release(s) rendered"
+    if reused:
+        line += f", {reused} not rendered again (same chart and values as one already rendered)"
+    return line
 
 
 def hidden_changes(
@@ -276,15 +290,21 @@ def hidden_changes(
 
 def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     colour = args.output is None and console.colour
+    paged = args.output is None and args.pager and console.pages
     if args.output_format == "json":
         text = json.dumps(report.to_json(review), indent=2) + "\n"
     elif args.output_format == "markdown":
-        text = report.render_markdown(review)
+        text = report.render_markdown(review, summary_only=args.summary)
     else:
-        text = report.render_text(review, colour=colour)
+        # A pager opens at the top, a terminal shows the end: the summary goes where it is seen.
+        text = report.render_text(
+            review, colour=colour, summary_last=not paged, summary_only=args.summary
+        )
     console.check(text, str(args.output or "report"))
-    if args.output is None:
-        console.write(text)
-    else:
+    if args.output is not None:
         args.output.write_text(text, encoding="utf-8")
         console.info(f"report written to {args.output}")
+    elif paged:
+        console.page(text)
+    else:
+        console.write(text)

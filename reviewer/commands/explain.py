@@ -19,7 +19,7 @@ from reviewer.paths import inside
 from reviewer.plan import ReleasePlan
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
-from reviewer.side import Selection, SideOptions, plan_twins
+from reviewer.side import KEYLESS_FIX, Selection, SideOptions, keyless_warning, plan_twins
 from reviewer.sops import KeylessMode, SopsDecoder
 
 
@@ -43,6 +43,8 @@ class Located:
     redactor: Redactor
     guard: LeakGuard
     """Taken before the values are redacted for display: no map key counts as public."""
+    keyless: tuple[str, ...] = ()
+    """SOPS files read as placeholders because no key could decrypt them."""
 
 
 def locate(args: ReleaseArgs, console: Console) -> Located:
@@ -68,7 +70,11 @@ def locate(args: ReleaseArgs, console: Console) -> Located:
             f"cluster '{args.cluster}'" + did_you_mean(args.release, names),
             hint="release names are those of `reviewer render` (index.json)",
         )
-    return Located(real, twin, redactor, redactor.guard())
+    keyless = tuple(decoder.keyless_sources)
+    warning = keyless_warning(list(keyless))
+    if warning is not None:
+        console.warn(f"warning: {warning}")
+    return Located(real, twin, redactor, redactor.guard(), keyless)
 
 
 def explain(args: ReleaseArgs, path: str | None, console: Console) -> ExitStatus:
@@ -116,8 +122,22 @@ def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) ->
     if redact:
         console = console.guarded(located.guard.check)
         console.write(yamlio.dump(located.redactor.redact_manifest(located.twin.values)))
-    else:
-        console.write(yamlio.dump(located.real.values))
+        return ExitStatus.OK
+    if located.keyless and args.secrets is not KeylessMode.ALWAYS:
+        # Placeholders printed as clear text would pass for the real values (and feed
+        # `helm template` through the suggested reproduction): refuse instead.
+        raise ReviewerError(
+            "--no-redact refused: secrets were not decrypted in "
+            + ", ".join(located.keyless)
+            + "; the values would hold placeholders, not the real secrets",
+            hint=f"{KEYLESS_FIX}; or pass --secrets keyless to print the placeholders anyway",
+        )
+    if located.keyless:
+        console.warn(
+            "warning: these values hold placeholders (sops-placeholder, 0, false) where "
+            "the secrets are, not the real values: --secrets keyless"
+        )
+    console.write(yamlio.dump(located.real.values))
     return ExitStatus.OK
 
 

@@ -12,7 +12,7 @@ from reviewer.checkout import fleet_root
 from reviewer.commands.diff import markers
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
-from reviewer.model import Snapshot
+from reviewer.model import WHOLE_DEPLOYMENT, Snapshot
 from reviewer.side import SideOptions, SideRequest, Tooling, prepare_sides
 from reviewer.sops import KeylessMode
 
@@ -75,6 +75,25 @@ def _summary(snapshot: Snapshot, out: Path, console: Console) -> ExitStatus:
             console.error(f"  reproduce: {release.reproduce}")
         if release.helm_command:
             console.error(f"  with helm: {release.helm_command}")
-    rendered = len(snapshot.releases) - len(failed)
-    console.info(f"{rendered} release(s) rendered, {len(failed)} failed → {out}")
+    console.info(f"{counts_line(snapshot)} → {out}")
     return ExitStatus.RENDER_FAILED if failed else ExitStatus.OK
+
+
+def counts_line(snapshot: Snapshot) -> str:
+    """Releases rendered and failed, then deployments that failed to plan, never mixed."""
+    releases = [r for r in snapshot.releases if r.id.release != WHOLE_DEPLOYMENT]
+    failed = sum(1 for release in releases if release.error is not None)
+    line = f"{len(releases) - failed} release(s) rendered, {failed} failed"
+    # One deployment.yaml shared by a group fails alike in each of its clusters: one cause.
+    broken: dict[tuple[str, str], set[str]] = {}
+    for release in snapshot.releases:
+        if release.id.release == WHOLE_DEPLOYMENT and release.error is not None:
+            cause = (release.id.deployment, release.error)
+            broken.setdefault(cause, set()).add(release.id.cluster)
+    if broken:
+        named = ", ".join(
+            f"{deployment} in {len(clusters)} cluster(s)"
+            for (deployment, _), clusters in sorted(broken.items())
+        )
+        line += f"; {len(broken)} deployment(s) failed to plan ({named})"
+    return line

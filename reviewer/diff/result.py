@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from reviewer.diff.options import Differ
-from reviewer.model import ReleaseId, RenderedRelease, ResourceKey
+from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, ResourceKey
 from reviewer.semantic import PathChange
 
 SECRET_ONLY_NOTE = "a secret value changed; its redacted form is the same, so no line shows it"
@@ -231,6 +231,8 @@ class ClusterSummary:
     unchanged: int = 0
     failed: int = 0
     routine_only: int = 0
+    failed_deployments: int = 0
+    """Deployments of the merge result that failed before their releases were known."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +278,18 @@ class SnapshotDiff:
         both = _on_both_sides(self.failures)
         return tuple(f for f in self.base_errors if (f.release, f.message) not in both)
 
+    def deployment_failures(self) -> tuple[DeploymentFailure, ...]:
+        """Merge-result deployments that failed to plan, one per cause, with their clusters."""
+        clusters: dict[tuple[str, str], list[str]] = {}
+        for failure in self.head_errors:
+            if failure.release is not None and failure.release.release == WHOLE_DEPLOYMENT:
+                cause = (failure.release.deployment, failure.message)
+                clusters.setdefault(cause, []).append(failure.release.cluster)
+        return tuple(
+            DeploymentFailure(deployment, message, tuple(sorted(set(names))))
+            for (deployment, message), names in clusters.items()
+        )
+
     def summary(self) -> tuple[ClusterSummary, ...]:
         """Per-cluster release counts, by cluster path."""
         clusters = sorted({release.id.cluster for release in self.releases})
@@ -309,8 +323,19 @@ def _on_both_sides(failures: Iterable[Failure]) -> set[tuple[ReleaseId | None, s
     return {(f.release, f.message) for f in found if f.side is DiffSide.HEAD} & base
 
 
+@dataclass(frozen=True)
+class DeploymentFailure:
+    """One deployment that failed to plan on the merge result, and the clusters it hit."""
+
+    deployment: str
+    message: str
+    clusters: tuple[str, ...]
+
+
 def _cluster_summary(cluster: str, releases: Iterable[ReleaseDiff]) -> ClusterSummary:
-    mine = [release for release in releases if release.id.cluster == cluster]
+    ours = [release for release in releases if release.id.cluster == cluster]
+    # A whole-deployment failure is a deployment, not a release: counted apart.
+    mine = [release for release in ours if release.id.release != WHOLE_DEPLOYMENT]
     counts = Counter(release.status for release in mine)
     return ClusterSummary(
         cluster=cluster,
@@ -320,6 +345,9 @@ def _cluster_summary(cluster: str, releases: Iterable[ReleaseDiff]) -> ClusterSu
         unchanged=counts[ReleaseStatus.UNCHANGED],
         failed=counts[ReleaseStatus.ERROR],
         routine_only=sum(1 for release in mine if release.routine_only),
+        failed_deployments=sum(
+            1 for release in ours if release.id.release == WHOLE_DEPLOYMENT and release.head_error
+        ),
     )
 
 

@@ -105,6 +105,8 @@ def test_branch_on_a_secret_masks_the_differing_objects(
     assert "masked" in outputs.render
 
 
+MORE = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n"
+
 REGENERATED_KEY = """\
 apiVersion: v1
 kind: ConfigMap
@@ -127,9 +129,7 @@ def test_a_regenerated_field_under_a_secret_derived_key_is_not_listed(
             work / "repo",
             identity,
             secrets,
-            {
-                "charts/app/templates/more.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n"
-            },
+            {"charts/app/templates/more.yaml": MORE},
             extra={"charts/app/templates/regen.yaml": REGENERATED_KEY},
         )
         outputs = review(repo, work / "out")
