@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import decode, regenerated
-from reviewer import explain as explain_mod
+from reviewer import decode, explain_json, regenerated
 from reviewer import snapshot as snapshot_mod
 from reviewer.diff.result import SnapshotDiff
 from reviewer.errors import ReviewerError
@@ -62,7 +61,7 @@ def save(pair: RenderedPair, root: Path, *, guard: Guard) -> None:
             "chart-labels": pair.noise.chart_labels,
             "checksum-annotations": pair.noise.checksum_annotations,
         },
-        "explain": explain_mod.to_json(pair.explanation),
+        "explain": explain_json.to_json(pair.explanation),
         "hidden": [
             [str(rid), key.group, key.kind, key.namespace, key.name]
             for rid, key in sorted(pair.hidden)
@@ -123,11 +122,11 @@ def _release_id(value: object, at: decode.Field) -> ReleaseId:
     text = decode.string(value, at)
     if text.count("/") < 2:
         raise at.error("must be a release id: cluster/deployment/release")
-    return explain_mod.release_id(text)
+    return explain_json.release_id(text)
 
 
 def _explanation(value: object, at: decode.Field) -> Explanation:
-    """What `explain.to_json` wrote: values by release, blast radius, no-effect warnings."""
+    """What `explain_json.to_json` wrote: values by release, blast radius, no-effect warnings."""
     data = decode.mapping(value, at)
     values = decode.optional_map(data, "values", at)
     impacts = decode.optional(data, "blastRadius", at, decode.sequence, decode.NO_ITEMS)
@@ -205,7 +204,7 @@ def merge(pairs: Sequence[RenderedPair]) -> RenderedPair:
         head_info=first.head_info,
         warnings=warnings,
         noise=first.noise,
-        explanation=explain_mod.merge(pair.explanation for pair in pairs),
+        explanation=explain_json.merge(pair.explanation for pair in pairs),
         hidden=frozenset().union(*(pair.hidden for pair in pairs)),
         regeneration=regenerated.merge(pair.regeneration for pair in pairs),
     )

@@ -33,8 +33,8 @@ from reviewer.delivery import Delivery
 from reviewer.diff.options import DifferChoice, resolve_differ
 from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
+from reviewer.marker_keys import local_marker_key, shared_marker_key
 from reviewer.publish import CommentMode, StatusKind
-from reviewer.redact import local_marker_key, shared_marker_key
 from reviewer.side import Selection, Shard, SideOptions, Tooling
 from reviewer.sops import KeylessMode
 

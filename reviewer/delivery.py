@@ -22,15 +22,11 @@ from reviewer.publish import (
     Pacer,
     PublishError,
     StatusKind,
-    Sticky,
-    SyncResult,
-    mark_comments,
-    remove_comments,
     report_status,
-    sync_comments,
     token_from_env,
 )
 from reviewer.snapshot import Guard
+from reviewer.sticky import Sticky, SyncResult, mark_comments, remove_comments, sync_comments
 
 FOOTER_MARK = "<!-- reviewer:footer -->"
 

@@ -20,16 +20,13 @@ import hashlib
 import hmac
 import json
 import math
-import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeAlias, overload
-from urllib.parse import quote, quote_plus
 
 from reviewer.errors import ReviewerError
+from reviewer.secret_forms import Matcher, encodings, trie_pattern
 
 Scalar: TypeAlias = str | int | float | bool | None
 
@@ -41,7 +38,6 @@ _WORD = "REDACTED"
 _NUMBER_MIN_DIGITS = 5
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 _DIGIT = re.compile(r"[0-9]")
-_NUMBER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _MARKER_HEX = 12
 
 # What the guard skips: tokens the redaction itself emits. A secret found only
@@ -149,205 +145,12 @@ def _count_digits_up(text: str) -> str:
     return _DIGIT.sub(lambda _: str(next(counter) % 10), text)
 
 
-# --- encodings of a secret -------------------------------------------------------
-
-
-def _encodings(text: str) -> dict[str, str]:
-    """The forms in which a value commonly shows up in rendered output, by kind."""
-    forms = {
-        "raw": text,
-        "json": json.dumps(text, ensure_ascii=False)[1:-1],
-        "json-ascii": json.dumps(text)[1:-1],
-        "json-go": _go_json(text),
-        "url": quote(text, safe=""),
-        "url-query": quote_plus(text, safe=""),
-    }
-    raw = text.encode("utf-8", "surrogatepass")
-    for kind, encode in (("b64", base64.b64encode), ("b64url", base64.urlsafe_b64encode)):
-        encoded = encode(raw).decode("ascii")
-        forms[kind] = encoded
-        forms[f"{kind}-nopad"] = encoded.rstrip("=")
-    number = _go_number(text)
-    if number is not None:
-        forms["go-number"] = number
-    return forms
-
-
-def _go_json(text: str) -> str:
-    # Helm's toJson is Go's json.Marshal: it also escapes <, >, & and U+2028/9.
-    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
-    for char, code in (("<", "003c"), (">", "003e"), ("&", "0026"), ("\u2028", "2028")):
-        escaped = escaped.replace(char, "\\u" + code)
-    return escaped.replace("\u2029", "\\u2029")
-
-
-def _go_number(text: str) -> str | None:
-    """How Go's %v prints the number `text` (Helm prints 9999999 as 9.999999e+06)."""
-    if not _NUMBER_TEXT.fullmatch(text):
-        return None
-    value = float(text)
-    if not math.isfinite(value) or value == 0:
-        return None
-    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)  # finite, so never 'n'/'N'/'F'
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) + exponent  # position of the decimal point
-    digits = digits.rstrip("0") or "0"
-    power = point - 1
-    if -4 <= power < 6:
-        shown = repr(value).removesuffix(".0")
-    else:
-        mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
-        shown = f"{'-' if sign else ''}{mantissa}e{'+' if power >= 0 else '-'}{abs(power):02d}"
-    return shown if shown != text else None
-
-
-# --- finding secrets in text ---------------------------------------------------
-
-
-class _Matcher:
-    """Every occurrence of a set of forms in a text; overlapping occurrences merge."""
-
-    def __init__(self, substrings: Iterable[str]) -> None:
-        forms = sorted(set(substrings), key=lambda form: (-len(form), form))
-        # Helm's indent/nindent re-indents multi-line secrets (PEM keys, config
-        # files): their line breaks may be followed by any indentation.
-        multiline = [r"\n[ \t]*".join(map(re.escape, f.split("\n"))) for f in forms if "\n" in f]
-        single = [f for f in forms if "\n" not in f]
-        parts = [*multiline, _trie_pattern(single)] if single else multiline
-        self._pattern = re.compile("|".join(parts)) if parts else None
-
-    def search(self, text: str) -> bool:
-        """Whether any form occurs in `text`."""
-        return self._pattern is not None and self._pattern.search(text) is not None
-
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """Sorted, disjoint (start, end) spans covering every occurrence."""
-        if self._pattern is None:
-            return []
-        found: list[tuple[int, int]] = []
-        position = 0
-        while (match := self._pattern.search(text, position)) is not None:
-            start, end = match.span()
-            probe = start + 1
-            # An occurrence may start inside this one and reach beyond it.
-            while probe < end:
-                inner = self._pattern.match(text, probe)
-                if inner is not None and inner.end() > end:
-                    end = inner.end()
-                probe += 1
-            found.append((start, end))
-            position = end
-        return found
-
-    def replace(self, text: str, replacement: Callable[[str], str]) -> str:
-        """`text` with every merged occurrence replaced by `replacement(occurrence)`."""
-        spans = self.spans(text)
-        if not spans:
-            return text
-        pieces: list[str] = []
-        last = 0
-        for start, end in spans:
-            pieces += [text[last:start], replacement(text[start:end])]
-            last = end
-        pieces.append(text[last:])
-        return "".join(pieces)
-
-
-def _trie_pattern(words: list[str]) -> str:
-    """A regex matching any of `words`, the longest one at a given position first."""
-    trie: dict[str, Any] = {}
-    for word in words:
-        node = trie
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-    return _node_pattern(trie)
-
-
-def _node_pattern(node: dict[str, Any]) -> str:
-    prefix = ""
-    # Follow single-child chains iteratively: a long secret must not recurse per character.
-    while len(node) == 1 and "" not in node:
-        (char, node), *_ = node.items()
-        prefix += re.escape(char)
-    branches = [re.escape(char) + _node_pattern(child) for char, child in node.items() if char]
-    if not branches:
-        return prefix
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    # Greedy `?`: the longer word wins over the one ending here.
-    return prefix + (f"(?:{body})?" if "" in node else body)
-
-
 def _hide(text: str) -> str:
     redacted = redact_scalar(text)
     return redacted if redacted != text else _WORD
 
 
 # --- manifests -------------------------------------------------------------------
-
-
-_MARKER_KEY_CONTEXT = b"reviewer secret markers v1\0"
-
-
-def shared_marker_key(environ: Mapping[str, str], *, warn: Callable[[str], None]) -> bytes | None:
-    """A Secret-marker key that every job of one CI run derives alike, or None.
-
-    Derived from the SOPS age key material (secret, and present in every job
-    that decrypts) and the CI run id, so the shards of one sharded review mark
-    equal values equally while nobody without the key can compute a marker.
-    Without key material each process keeps a random key; an unreadable
-    `SOPS_AGE_KEY_FILE` is reported through `warn` (naming the file) and does the same.
-    """
-    material = environ.get("SOPS_AGE_KEY", "").encode()
-    key_file = environ.get("SOPS_AGE_KEY_FILE")
-    if not material and key_file:
-        try:
-            material = Path(key_file).read_bytes()
-        except OSError as exc:
-            warn(
-                f"warning: SOPS_AGE_KEY_FILE {key_file} cannot be read ({type(exc).__name__}): "
-                "Secret markers use a random key, so separate runs or shards mark values apart"
-            )
-            return None
-    if not material.strip():
-        return None
-    run = environ.get("GITHUB_RUN_ID", "") + "/" + environ.get("GITHUB_RUN_ATTEMPT", "")
-    return hmac.new(material, _MARKER_KEY_CONTEXT + run.encode(), hashlib.sha256).digest()
-
-
-LOCAL_MARKER_KEY_FILE = "marker-key"
-
-
-def local_marker_key(directory: Path) -> bytes | None:
-    """This user's own random marker key, kept in `directory` (mode 0600), made on first use.
-
-    For local runs without SOPS key material: two renders on this machine mark equal
-    values equally, so their outputs compare, while nobody without the file can compute
-    a marker. None (a random key for this process) when the file cannot be used.
-    """
-    path = directory / LOCAL_MARKER_KEY_FILE
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _read_key(path)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(secrets.token_bytes(_KEY_BYTES))
-    return _read_key(path)
-
-
-_KEY_BYTES = 32
-
-
-def _read_key(path: Path) -> bytes | None:
-    try:
-        key = path.read_bytes()
-    except OSError:
-        return None
-    return key if len(key) == _KEY_BYTES else None
 
 
 class Redactor:
@@ -371,8 +174,7 @@ class Redactor:
         self._forms: dict[str, str] = {}
         substrings: list[str] = []
         encoded = [
-            (real, _encodings(real), _encodings(redacted))
-            for real, redacted in replacements.items()
+            (real, encodings(real), encodings(redacted)) for real, redacted in replacements.items()
         ]
         # Raw values first: when an encoding of one secret equals another secret, the raw wins.
         ordered = [(real, "raw", forms, counterparts) for real, forms, counterparts in encoded]
@@ -390,7 +192,7 @@ class Redactor:
             self._forms[form] = counterpart
             if len(real) >= MIN_SUBSTRING_LENGTH:
                 substrings.append(form)
-        self._matcher = _Matcher(substrings)
+        self._matcher = Matcher(substrings)
 
     @property
     def has_secrets(self) -> bool:
@@ -533,12 +335,12 @@ class LeakGuard:
         for value in values:
             text = value if isinstance(value, str) else repr(value)
             if len(text) >= MIN_SUBSTRING_LENGTH:
-                substrings += _encodings(text).values()
-        self._matcher = _Matcher(substrings)
+                substrings += encodings(text).values()
+        self._matcher = Matcher(substrings)
         words = sorted(w for w in set(public) if len(w) >= MIN_SUBSTRING_LENGTH)
         self._tokens = _REDACTION_TOKEN
         if words and substrings:
-            word = f"(?<![A-Za-z0-9])(?:{_trie_pattern(words)})(?![A-Za-z0-9])"
+            word = f"(?<![A-Za-z0-9])(?:{trie_pattern(words)})(?![A-Za-z0-9])"
             self._tokens = re.compile(f"{_REDACTION_TOKEN.pattern}|{word}")
 
     def check(self, text: str, location: str) -> None:

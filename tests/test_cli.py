@@ -10,7 +10,7 @@ import pytest
 
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
-from reviewer.redact import shared_marker_key
+from reviewer.marker_keys import shared_marker_key
 from reviewer.shards import SHARD_FILE
 
 

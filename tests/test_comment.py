@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviewer import report
+from reviewer import report, report_markdown
 from reviewer.comment import (
     COMMENT_LIMIT,
     DEFAULT_BUDGET,
@@ -95,7 +95,7 @@ def test_long_code_fence_is_closed_and_reopened_with_its_info_string() -> None:
 
 def test_longer_backtick_fences_are_kept_and_inner_fences_are_content() -> None:
     inner = "```\nnot a fence end\n```\n" * 3000
-    fence = report.fence(inner)
+    fence = report_markdown.fence(inner)
     assert fence == "````"
     text = f"{fence}\n{inner}{fence}\n"
     parts = split_markdown(text, 5000)
@@ -234,7 +234,7 @@ def big_review(releases: int, lines: int) -> report.Review:
 
 
 def test_several_megabytes_of_real_report_never_exceed_the_limit() -> None:
-    markdown = report.render_markdown(big_review(releases=12, lines=4000))
+    markdown = report_markdown.render_markdown(big_review(releases=12, lines=4000))
     assert size(markdown) > 3_000_000
     parts = plan(markdown, max_parts=1000)
     assert len(parts) > 50

@@ -11,7 +11,7 @@ from agekeys import AgeIdentity, encrypt
 from conftest import GitRepo, Repo
 from stages import ReleaseId, ReleaseStatus, plans_by_id
 
-from reviewer import explain
+from reviewer import explain, explain_json
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.explain import FileImpact, NoEffect, Origin, Provenance
@@ -327,8 +327,8 @@ def test_json_round_trips(tmp_path: Path) -> None:
         blast_radius=explain.blast_radius(["deployments/global.values.yaml"], old.values(), status),
         no_effect=(NoEffect("f.yaml", "x.y", "a reason"),),
     )
-    assert explain.from_json(json.loads(json.dumps(explain.to_json(built)))) == built
-    assert explain.release_id("group/sub/cluster/dep/rel") == ReleaseId(
+    assert explain_json.from_json(json.loads(json.dumps(explain_json.to_json(built)))) == built
+    assert explain_json.release_id("group/sub/cluster/dep/rel") == ReleaseId(
         "group/sub/cluster", "dep", "rel"
     )
 
@@ -344,7 +344,7 @@ def test_merged_shards_keep_a_no_effect_only_if_no_shard_reading_the_file_saw_an
         blast_radius=(FileImpact("g.yaml", (PRD,), 1), FileImpact("h.yaml", (), 0)),
         no_effect=(),
     )
-    merged = explain.merge([one, two])
+    merged = explain_json.merge([one, two])
     assert merged.no_effect == (other,)
     assert merged.blast_radius[0] == FileImpact("g.yaml", (PRD, WEB), 1)
 

@@ -20,13 +20,11 @@ from reviewer.publish import (
     Pacer,
     PublishError,
     StatusKind,
-    Sticky,
-    SyncResult,
     report_status,
-    sync_comments,
     token_from_env,
     write_job_summary,
 )
+from reviewer.sticky import Sticky, SyncResult, sync_comments
 
 SHA = "a" * 40
 PR = 12

@@ -10,7 +10,7 @@ from typing import Any
 from conftest import Repo
 from stages import diff_repos, plans_by_id
 
-from reviewer import explain, report
+from reviewer import explain, report, report_markdown, report_text
 from reviewer.report import Review, SideInfo
 
 APP = "apps: [{template: app}]\n"
@@ -104,7 +104,7 @@ def test_text_report_shows_the_sides_the_totals_and_only_changed_releases(
     tmp_path: Path,
 ) -> None:
     reviewed = changed_fleet(tmp_path)
-    text = report.render_text(reviewed)
+    text = report_text.render_text(reviewed)
     lines = text.splitlines()
     assert lines[0] == "reviewer diff: main (0123456) → feature (89abcde)"
     assert lines[1] == "1 changed, 1 added, 1 removed, 0 failed, 1 unchanged release(s)"
@@ -114,12 +114,12 @@ def test_text_report_shows_the_sides_the_totals_and_only_changed_releases(
     assert "c2/web/app" not in text
     assert f"      replicas: added 3  ← {WEB_VALUES} (deployment web)" in lines
     assert "\x1b[" not in text
-    coloured = report.render_text(reviewed, colour=True)
+    coloured = report_text.render_text(reviewed, colour=True)
     assert "\x1b[33m~ c1/web/app [changed]\x1b[0m" in coloured
 
 
 def test_markdown_report_summarises_clusters_and_folds_each_release(tmp_path: Path) -> None:
-    markdown = report.render_markdown(changed_fleet(tmp_path))
+    markdown = report_markdown.render_markdown(changed_fleet(tmp_path))
     assert markdown.startswith("## :mag: reviewer: 3 release(s) change\n")
     assert "| `c1` | 0 | 1 | 1 | 0 |" in markdown
     assert "| `c2` | 1 | 0 | 0 | 0 |" in markdown
@@ -130,10 +130,10 @@ def test_markdown_report_summarises_clusters_and_folds_each_release(tmp_path: Pa
 
 def test_no_change_is_said_plainly_in_every_format(tmp_path: Path) -> None:
     reviewed = review(fleet(tmp_path / "base"), fleet(tmp_path / "head"))
-    assert report.render_markdown(reviewed).startswith(
+    assert report_markdown.render_markdown(reviewed).startswith(
         "## :white_check_mark: reviewer: no rendered changes\n"
     )
-    assert report.render_text(reviewed).splitlines()[1] == (
+    assert report_text.render_text(reviewed).splitlines()[1] == (
         "0 changed, 0 added, 0 removed, 0 failed, 3 unchanged release(s)"
     )
     assert report.to_json(reviewed)["releases"][0]["resources"] == []
@@ -147,8 +147,8 @@ def test_a_head_failure_fails_the_review_and_says_how_to_reproduce(tmp_path: Pat
     assert (error["cluster"], error["deployment"]) == ("c2", "web")
     assert "deployments/c2/apps/web/deployment.yaml" in error["message"]
     assert "--cluster c2 --deployment web" in error["reproduce"]
-    assert "FAILED" in report.render_text(reviewed)
-    markdown = report.render_markdown(reviewed)
+    assert "FAILED" in report_text.render_text(reviewed)
+    markdown = report_markdown.render_markdown(reviewed)
     assert markdown.startswith("## :x: reviewer: the merge result does not render\n")
     assert f"git checkout {HEAD.sha}" in markdown
 

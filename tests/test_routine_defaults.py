@@ -6,7 +6,7 @@ import json
 
 from test_diff import EU, deployment, release, snap
 
-from reviewer import report
+from reviewer import report, report_markdown, report_text
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DiffOptions
 from reviewer.model import ReleaseId
@@ -51,10 +51,10 @@ def test_a_chart_bump_is_one_change_group_with_labels_and_checksums_routine() ->
 
 def test_the_chart_version_change_is_in_every_release_heading() -> None:
     review = chart_bump(DiffOptions(differ="builtin"))
-    text = report.render_text(review)
+    text = report_text.render_text(review)
     assert "~ eu/prod-1/shop/web [changed] (chart web 1.0.0 → 1.1.0)" in text
     assert "<code>us/prod-1/shop/web</code> changed, chart <code>web 1.0.0 → 1.1.0</code>" in (
-        report.render_markdown(review)
+        report_markdown.render_markdown(review)
     )
     releases = json.loads(json.dumps(report.to_json(review)))["releases"]
     assert [r["chartChange"] for r in releases] == ["web 1.0.0 → 1.1.0"] * 2

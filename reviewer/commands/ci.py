@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import __version__, comment, github_event, report
+from reviewer import __version__, comment, github_event, report, report_markdown
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import fleet_root, toplevel
 from reviewer.commands import diff as diff_cmd
@@ -35,6 +35,7 @@ from reviewer.delivery import (
 from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.github_event import ActionsContext, Artifact, PullRequest
+from reviewer.marker_keys import shared_marker_key
 from reviewer.publish import (
     CommentMode,
     GitHub,
@@ -43,7 +44,6 @@ from reviewer.publish import (
     token_from_env,
     write_job_summary,
 )
-from reviewer.redact import shared_marker_key
 from reviewer.shards import Expected, ShardFacts, merge_shards, save_shard
 from reviewer.side import Shard, SideOptions, SideRequest, Tooling
 from reviewer.sops import KeylessMode
@@ -295,7 +295,7 @@ def _artifact_from(
         pair, commits, console = _render(args, target, console, env)
         number = target.number
     review = diff_cmd.review_of(pair, _report_args(args))
-    markdown = _with_footer(report.render_markdown(review), commits, target)
+    markdown = _with_footer(report_markdown.render_markdown(review), commits, target)
     return Artifact(number or 0, commits.head, markdown, report.to_json(review)), console
 
 
@@ -339,7 +339,7 @@ def _render(
 
 
 def _with_footer(markdown: str, commits: Commits, target: Target) -> str:
-    footer = report.render_template(
+    footer = report_markdown.render_template(
         "footer.md.j2",
         target=commits.target,
         head=commits.head,

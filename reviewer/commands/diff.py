@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer import config as config_mod
-from reviewer import report
+from reviewer import report, report_markdown, report_text
 from reviewer.bundle import RenderedPair
 from reviewer.chartkeys import local_chart_text
 from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
@@ -75,7 +75,7 @@ class DiffArgs:
     tooling: Tooling = field(default_factory=Tooling)
     save: Path | None = None
     marker_key: bytes | None = None
-    """Secret-marker key shared by a CI run's jobs (`redact.shared_marker_key`); None: random."""
+    """Secret-marker key shared by a CI run's jobs (`marker_keys`); None: random."""
 
     @property
     def request(self) -> SideRequest:
@@ -294,10 +294,10 @@ def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     if args.output_format == "json":
         text = json.dumps(report.to_json(review), indent=2) + "\n"
     elif args.output_format == "markdown":
-        text = report.render_markdown(review, summary_only=args.summary)
+        text = report_markdown.render_markdown(review, summary_only=args.summary)
     else:
         # A pager opens at the top, a terminal shows the end: the summary goes where it is seen.
-        text = report.render_text(
+        text = report_text.render_text(
             review, colour=colour, summary_last=not paged, summary_only=args.summary
         )
     console.check(text, str(args.output or "report"))

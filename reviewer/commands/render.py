@@ -31,7 +31,7 @@ class RenderArgs:
     redact: bool = True
     in_ci: bool = False
     marker_key: bytes | None = None
-    """Secret-marker key shared by a CI run's jobs (`redact.shared_marker_key`); None: random."""
+    """Secret-marker key shared by a CI run's jobs (`marker_keys`); None: random."""
 
 
 def run(args: RenderArgs, console: Console) -> ExitStatus:

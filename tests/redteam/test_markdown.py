@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from reviewer import report
+from reviewer import report, report_markdown
 from reviewer.cli import main
 from reviewer.comment import Marker, balance_problems, plan_comments
 from reviewer.diff.compare import diff_snapshots
@@ -266,6 +266,6 @@ def _review(name: str, namespace: str) -> report.Review:
 @settings(max_examples=300, deadline=None)
 @given(_HOSTILE_CHARS.filter(bool), _HOSTILE_CHARS)
 def test_any_object_name_renders_inert_markdown(name: str, namespace: str) -> None:
-    markdown = report.render_markdown(_review(name, namespace))
+    markdown = report_markdown.render_markdown(_review(name, namespace))
     assert_inert(markdown)
     assert_last_change_visible(markdown)
