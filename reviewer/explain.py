@@ -287,6 +287,8 @@ def _value_at(values: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
 _MISSING = object()
 
 
+# Mutable on purpose: `no_effect` fills one per changed key while it walks the layers;
+# it never leaves that function.
 @dataclass
 class _Finding:
     overridden_by: set[str] = field(default_factory=set)

@@ -78,6 +78,7 @@ def token_from_env(env: Mapping[str, str], name: str = "GITHUB_TOKEN") -> str:
 # --- the API chokepoint ----------------------------------------------------------------------
 
 
+# Mutable on purpose: it remembers the last write, to space the next one a second later.
 @dataclass
 class Pacer:
     """Spacing and retry timing; `sleep` and the clocks are injectable so tests run instantly."""

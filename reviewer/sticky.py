@@ -31,6 +31,7 @@ class Posted:
         return int(self.handle.id)
 
 
+# Mutable on purpose: a sync counts into it as it writes; callers only read the result.
 @dataclass
 class SyncResult:
     """What a sync did; `urls` are the parts' addresses in part order."""
