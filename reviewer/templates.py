@@ -19,6 +19,7 @@ import helm_python
 
 from reviewer import capabilities as capabilities_mod
 from reviewer import decode, jail, postrender, yamlio
+from reviewer import helmfile_keys as keys
 from reviewer import values as values_mod
 from reviewer.capabilities import Capabilities
 from reviewer.errors import ConfigError
@@ -30,130 +31,6 @@ from reviewer.values import Values, ValuesEntry
 TEMPLATE_FILES = ("helmfile.yaml.gotmpl", "helmfile.yaml")
 MAX_RELEASE_NAME = 53
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# Honoured: each is read by `_release` below.
-_RELEASE_KEYS = (
-    "name",
-    "chart",
-    "version",
-    "namespace",
-    "values",
-    "secrets",
-    "set",
-    "setString",
-    "labels",
-    "skipSchemaValidation",
-    "directory",
-    "kubeVersion",
-    "apiVersions",
-    *postrender.PATCH_FIELDS,
-)
-# Accepted and ignored: they change how or whether helmfile deploys, never what Helm renders
-# (and the presence of deployment.yaml is the intent to install). Each is still checked for
-# the type helmfile requires, so a template that helmfile would refuse is refused here too.
-_NO_EFFECT_RELEASE_KEYS: dict[str, decode.Decoder] = {
-    "condition": decode.string,
-    "installed": decode.boolean,
-    "installedTemplate": decode.string,
-    "createNamespace": decode.boolean,
-    "wait": decode.boolean,
-    "waitForJobs": decode.boolean,
-    "timeout": decode.integer,
-    "atomic": decode.boolean,
-    "needs": decode.strings,
-    "historyMax": decode.integer,
-    "cleanupOnFail": decode.boolean,
-    "recreatePods": decode.boolean,
-    "force": decode.boolean,
-    "verify": decode.boolean,
-    "devel": decode.boolean,
-    "missingFileHandler": decode.string,
-    "keyring": decode.string,  # also checked to stay inside the checkout
-    "enableDNS": decode.boolean,  # rendering never resolves names either way
-    "disableValidation": decode.boolean,
-    "disableOpenAPIValidation": decode.boolean,
-    "disableValidationOnInstall": decode.boolean,
-    "kubeContext": decode.string,
-    "skipDeps": decode.boolean,
-    "reuseValues": decode.boolean,
-    "cascade": decode.string,
-    "suppressDiff": decode.boolean,
-    "adopt": decode.strings,
-    "insecureSkipTLSVerify": decode.boolean,
-    "verifyTemplate": decode.string,
-    "waitTemplate": decode.string,
-    "forceGoGetter": decode.boolean,
-    "takeOwnership": decode.boolean,
-    "syncReleaseLabels": decode.boolean,
-    "deleteWait": decode.boolean,
-    "deleteTimeout": decode.integer,
-}
-# Would change what gets deployed in ways we cannot reproduce exactly: refuse, never ignore.
-_REJECTED_RELEASE_KEYS = {
-    "postRenderer": "the reviewer owns post-processing of rendered manifests",
-    "postRendererArgs": "the reviewer owns post-processing of rendered manifests",
-    "hooks": "helmfile hooks run commands, which review rendering never does",
-    "forceNamespace": "helmfile's experimental forceNamespace is not reproduced; "
-    "set the namespace in the chart, or add a NamespaceTransformer under transformers",
-    "dependencies": "ad-hoc chart dependencies are fetched at deploy time; "
-    "declare them in the chart's Chart.yaml",
-    "inherit": "release templates (top-level templates:) are not supported",
-    "valuesTemplate": "use values (app templates are already rendered as Go templates)",
-    "setTemplate": "use set (app templates are already rendered as Go templates)",
-    "env": "helmfile's deprecated env: reads the environment; use set",
-    "valuesPathPrefix": "write values paths relative to the template",
-}
-_ACCEPTED_RELEASE_KEYS = (*_RELEASE_KEYS, *_NO_EFFECT_RELEASE_KEYS)
-_TOP_KEYS = (
-    "bases",
-    "commonLabels",
-    "environments",
-    "helmDefaults",
-    "releases",
-    "repositories",
-    "kubeVersion",
-    "apiVersions",
-)
-# helmDefaults keys: none of these changes what Helm renders under ATLAS (its per-release
-# skipSchemaValidation default always overrides the helmDefaults one).
-_HELM_DEFAULTS: dict[str, decode.Decoder] = {
-    **{
-        key: _NO_EFFECT_RELEASE_KEYS[key]
-        for key in (
-            "kubeContext",
-            "verify",
-            "keyring",
-            "enableDNS",
-            "devel",
-            "wait",
-            "waitForJobs",
-            "timeout",
-            "recreatePods",
-            "force",
-            "atomic",
-            "cleanupOnFail",
-            "historyMax",
-            "createNamespace",
-            "skipDeps",
-            "reuseValues",
-            "cascade",
-            "disableValidation",
-            "disableOpenAPIValidation",
-            "insecureSkipTLSVerify",
-            "takeOwnership",
-            "syncReleaseLabels",
-            "deleteWait",
-            "deleteTimeout",
-        )
-    },
-    "skipSchemaValidation": decode.boolean,
-    "suppressOutputLineRegex": decode.strings,
-    "skipRefresh": decode.boolean,
-}
-_REFUSED_HELM_DEFAULTS = {
-    "args": "extra helm arguments cannot be reproduced exactly",
-    "postRenderer": _REJECTED_RELEASE_KEYS["postRenderer"],
-    "postRendererArgs": _REJECTED_RELEASE_KEYS["postRendererArgs"],
-}
 
 
 @dataclass(frozen=True)
@@ -266,7 +143,7 @@ def expand(
     common_labels: dict[str, str] = {}
     defaults = capabilities_mod.DEFAULT
     for document in documents:
-        data = decode.mapping(document, top, allowed=_TOP_KEYS)
+        data = decode.mapping(document, top, allowed=keys.TOP_KEYS)
         defaults = defaults.under(capabilities_mod.decode_fields(data, top))
         _check_helm_defaults(data, top)
         repositories.update(
@@ -316,12 +193,12 @@ def _release(
 ) -> ReleaseSpec:
     at = decode.Field(source).key("releases").index(index)
     for key in decode.mapping(raw, at):
-        if key in _REJECTED_RELEASE_KEYS:
-            raise at.key(key).error(f"is not supported: {_REJECTED_RELEASE_KEYS[key]}")
-    data = decode.mapping(raw, at, allowed=_ACCEPTED_RELEASE_KEYS)
+        if key in keys.REJECTED_RELEASE_KEYS:
+            raise at.key(key).error(f"is not supported: {keys.REJECTED_RELEASE_KEYS[key]}")
+    data = decode.mapping(raw, at, allowed=keys.ACCEPTED_RELEASE_KEYS)
     for key, value in data.items():
-        if key in _NO_EFFECT_RELEASE_KEYS and value is not None:
-            _NO_EFFECT_RELEASE_KEYS[key](value, at.key(key))
+        if key in keys.NO_EFFECT_RELEASE_KEYS and value is not None:
+            keys.NO_EFFECT_RELEASE_KEYS[key](value, at.key(key))
     if "keyring" in data:
         keyring = decode.string(data["keyring"], at.key("keyring"))
         inside(root, template_dir, keyring, file=at.file, field=at.key("keyring").name)
@@ -372,12 +249,12 @@ def _check_helm_defaults(data: dict[str, Any], top: decode.Field) -> None:
         return
     at = top.key("helmDefaults")
     for key in decode.mapping(data["helmDefaults"], at):
-        if key in _REFUSED_HELM_DEFAULTS:
-            raise at.key(key).error(f"is not supported: {_REFUSED_HELM_DEFAULTS[key]}")
-    defaults = decode.mapping(data["helmDefaults"], at, allowed=tuple(_HELM_DEFAULTS))
+        if key in keys.REFUSED_HELM_DEFAULTS:
+            raise at.key(key).error(f"is not supported: {keys.REFUSED_HELM_DEFAULTS[key]}")
+    defaults = decode.mapping(data["helmDefaults"], at, allowed=tuple(keys.HELM_DEFAULTS))
     for key, value in defaults.items():
         if value is not None:
-            _HELM_DEFAULTS[key](value, at.key(key))
+            keys.HELM_DEFAULTS[key](value, at.key(key))
 
 
 def _entries(
