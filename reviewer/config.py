@@ -15,6 +15,10 @@ Keys (all optional):
     Render limits: `renderSeconds`, `memoryMiB`, `outputMiB` (see reviewer/limits.py).
 `charts`
     Chart hosts: `allowedHosts`, `allowPrivate` (see reviewer/charts/policy.py).
+`sources`
+    Where releases and objects come from: a list of `{name, kind, paths, ...options}`
+    (kinds in reviewer/sources/registry.py, see docs/sources.md). Without it, the
+    sources are detected from the repository.
 
 A diff reads this file from the target (base) side, so a pull request cannot
 hide its own changes by adding noise rules.
@@ -34,9 +38,11 @@ from reviewer.errors import ConfigError
 from reviewer.limits import Limits
 from reviewer.noise import NoiseRules
 from reviewer.paths import inside
+from reviewer.sources.protocol import COMMON_FIELDS, Source, SourceEntry
+from reviewer.sources.registry import kinds
 
 CONFIG_FILE = ".reviewer.yaml"
-_KEYS = ("definitions", "templates", "variant", "noise", "limits", "charts")
+_KEYS = ("definitions", "templates", "variant", "noise", "limits", "charts", "sources")
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,8 @@ class RepoConfig:
     noise: NoiseRules = field(default_factory=NoiseRules)
     limits: Limits = field(default_factory=Limits)
     charts: NetworkPolicy = STRICT
+    sources: tuple[Source, ...] = ()
+    """Declared sources; empty: detect them from the repository."""
 
 
 def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
@@ -75,6 +83,7 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
         noise=NoiseRules.from_mapping(noise, source=source),
         limits=limits_mod.from_mapping(data.get("limits"), source=source),
         charts=policy.from_mapping(data.get("charts"), source=source, allow_loopback=False),
+        sources=_declared_sources(data, top),
     )
 
 
@@ -92,6 +101,54 @@ def _directory(value: object, at: decode.Field) -> str:
     if not text or text.startswith("/") or ".." in text.split("/"):
         raise at.error("must be a relative directory inside the repository")
     return text.strip("/")
+
+
+def _declared_sources(data: dict[str, object], top: decode.Field) -> tuple[Source, ...]:
+    if data.get("sources") is None:
+        return ()
+    return _sources(data["sources"], top.key("sources"))
+
+
+def _sources(value: object, at: decode.Field) -> tuple[Source, ...]:
+    entries = decode.sequence(value, at)
+    if not entries:
+        raise at.error("must list at least one source", hint="remove the key to detect sources")
+    sources = tuple(_source(item, at.index(index)) for index, item in enumerate(entries))
+    names = [source.name for source in sources]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise at.index(index).key("name").error(f"source name '{name}' is used twice")
+    return sources
+
+
+def _source(value: object, at: decode.Field) -> Source:
+    data = decode.mapping(value, at, required=("kind",))
+    kind_name = decode.string(data["kind"], at.key("kind"), choices=tuple(kinds))
+    kind = kinds[kind_name]
+    paths: tuple[str, ...] = decode.optional(data, "paths", at, _paths, ())
+    default_name = paths[0].rsplit("/", 1)[-1] if paths and paths[0] != "." else kind_name
+    name = decode.optional(data, "name", at, _source_name, default_name)
+    options = {key: item for key, item in data.items() if key not in COMMON_FIELDS}
+    return kind.decode(SourceEntry(name, kind_name, paths, options, at))
+
+
+def _paths(value: object, at: decode.Field) -> tuple[str, ...]:
+    items = decode.sequence(value, at)
+    return tuple(_path(item, at.index(index)) for index, item in enumerate(items))
+
+
+def _path(value: object, at: decode.Field) -> str:
+    text = decode.string(value, at)
+    if text.startswith("/") or ".." in text.split("/"):
+        raise at.error("must be a relative directory inside the repository")
+    return text.strip("/") or "."
+
+
+def _source_name(value: object, at: decode.Field) -> str:
+    text = decode.string(value, at, empty=False)
+    if "/" in text or text in (".", "*"):
+        raise at.error("must be a name without '/' (it is the first part of every identity)")
+    return text
 
 
 def _variant(value: object, at: decode.Field) -> str:

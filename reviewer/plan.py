@@ -22,7 +22,7 @@ from reviewer.deployment import AppSpec, DeploymentSpec
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.model import ReleaseId
+from reviewer.model import ReleaseId, RenderedRelease
 from reviewer.paths import CHECKOUT_ROOT
 from reviewer.postrender import NO_PATCHES, Patches
 from reviewer.templates import ChartRef, Instance, ReleaseSpec
@@ -79,6 +79,10 @@ class Plan:
 
     releases: list[ReleasePlan] = field(default_factory=list)
     errors: list[PlanError] = field(default_factory=list)
+    objects: list[RenderedRelease] = field(default_factory=list)
+    """Object sets a source built itself (plain manifests): rendered already, not yet redacted."""
+    replacements: dict[str, str] = field(default_factory=dict)
+    """{secret: redacted} for secrets those object sets were built with (SOPS files)."""
 
 
 Selector = Callable[[Cluster, DeploymentDir], bool]

@@ -125,6 +125,7 @@ def render_plan(
     results.update(_render_pending(plan, pending, pool, cache, progress))
     releases = [_failed_plan_entry(error) for error in plan.errors]
     releases += [results[index] for index in range(len(plan.releases))]
+    releases += plan.objects
     return Snapshot(releases=tuple(sorted(releases, key=lambda r: r.id)))
 
 

@@ -17,7 +17,7 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path as FilePath
@@ -125,11 +125,22 @@ def _text_diff(before: Any, after: Any) -> list[str]:
     return [f"    {line}" for line in body]
 
 
-def list_key(before: Sequence[Any], after: Sequence[Any]) -> str | None:
+ListKeys = Callable[[Path], Sequence[str]]
+"""The fields that may key the items of the list at a path, in order of preference."""
+
+
+def default_list_keys(path: Path) -> Sequence[str]:
+    """`name`, `key`, `id` for every list (Kubernetes objects)."""
+    return LIST_KEYS
+
+
+def list_key(
+    before: Sequence[Any], after: Sequence[Any], keys: Sequence[str] = LIST_KEYS
+) -> str | None:
     """The field that identifies items of both lists, or None to match by position."""
     if not before and not after:
         return None
-    for name in LIST_KEYS:
+    for name in keys:
         if _keyed_by(before, name) and _keyed_by(after, name):
             return name
     return None
@@ -149,28 +160,35 @@ def keyed_items(items: Sequence[Any], name: str | None) -> list[tuple[Segment, A
     return [(Select(name, str(item[name])), item) for item in items]
 
 
-def semantic_diff(before: Any, after: Any) -> list[PathChange]:
-    """Every change between two documents, down to the changed leaves."""
-    return list(_diff((), before, after))
+def semantic_diff(
+    before: Any, after: Any, *, keys: ListKeys = default_list_keys
+) -> list[PathChange]:
+    """Every change between two documents, down to the changed leaves.
+
+    `keys` names the fields that key list items at each path (BOSH: `alias` for stemcells).
+    """
+    return list(_diff((), before, after, keys))
 
 
-def _diff(path: Path, before: Any, after: Any) -> Iterator[PathChange]:
+def _diff(path: Path, before: Any, after: Any, keys: ListKeys) -> Iterator[PathChange]:
     if isinstance(before, dict) and isinstance(after, dict):
-        yield from _diff_maps(path, before, after)
+        yield from _diff_maps(path, before, after, keys)
     elif isinstance(before, list) and isinstance(after, list):
-        yield from _diff_lists(path, before, after)
+        yield from _diff_lists(path, before, after, keys)
     elif before != after or type(before) is not type(after):
         yield PathChange(path, ChangeKind.MODIFIED, before, after)
 
 
-def _diff_maps(path: Path, before: dict[str, Any], after: dict[str, Any]) -> Iterator[PathChange]:
+def _diff_maps(
+    path: Path, before: dict[str, Any], after: dict[str, Any], keys: ListKeys
+) -> Iterator[PathChange]:
     for key in [*before, *(key for key in after if key not in before)]:
         if key not in after:
             yield from _leaves((*path, key), before[key], ChangeKind.REMOVED)
         elif key not in before:
             yield from _leaves((*path, key), after[key], ChangeKind.ADDED)
         else:
-            yield from _diff((*path, key), before[key], after[key])
+            yield from _diff((*path, key), before[key], after[key], keys)
 
 
 def _leaves(path: Path, value: Any, kind: ChangeKind) -> Iterator[PathChange]:
@@ -183,8 +201,10 @@ def _leaves(path: Path, value: Any, kind: ChangeKind) -> Iterator[PathChange]:
         yield PathChange(path, kind, before=value)
 
 
-def _diff_lists(path: Path, before: list[Any], after: list[Any]) -> Iterator[PathChange]:
-    name = list_key(before, after)
+def _diff_lists(
+    path: Path, before: list[Any], after: list[Any], keys: ListKeys
+) -> Iterator[PathChange]:
+    name = list_key(before, after, keys(path))
     old = dict(keyed_items(before, name))
     new = dict(keyed_items(after, name))
     for segment, item in old.items():
@@ -192,7 +212,7 @@ def _diff_lists(path: Path, before: list[Any], after: list[Any]) -> Iterator[Pat
             yield PathChange((*path, segment), ChangeKind.REMOVED, before=item)
     for segment, item in new.items():
         if segment in old:
-            yield from _diff((*path, segment), old[segment], item)
+            yield from _diff((*path, segment), old[segment], item, keys)
         else:
             yield PathChange((*path, segment), ChangeKind.ADDED, after=item)
     if name is not None:

@@ -19,21 +19,24 @@ from typing import Any
 from reviewer import config as config_mod
 from reviewer.charts import ChartFetcher, Credentials
 from reviewer.config import CONFIG_FILE, RepoConfig
-from reviewer.discover import Cluster, DeploymentDir, HierarchySource, Layout
+from reviewer.discover import Cluster, DeploymentDir, Layout
 from reviewer.engine import make_engine
 from reviewer.filters import check_selection
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
-from reviewer.plan import Plan, Planner, ReleasePlan
+from reviewer.plan import Plan, ReleasePlan
 from reviewer.redact import LeakGuard, Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again, render_plan
 from reviewer.sandbox import SandboxPool
 from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sources import registry
+from reviewer.sources.hierarchy import Hierarchy
+from reviewer.sources.protocol import PlanContext, Source
 from reviewer.twins import publish_twins
-from reviewer.values import NoSecrets, SecretsLoader, Values, ValuesLoader
+from reviewer.values import NoSecrets, SecretsLoader, Values
 from reviewer.workers import Pool
 
 
@@ -78,6 +81,14 @@ class Selection:
             return False
         return not self.deployments or deployment.name in self.deployments
 
+    def location(self, cluster: str, deployment: str) -> bool:
+        """True when releases at (cluster, deployment) of a non-hierarchy source are selected."""
+        if self.shard is not None and not self.shard.holds(cluster):
+            return False
+        if self.clusters and cluster not in self.clusters:
+            return False
+        return not self.deployments or deployment in self.deployments
+
 
 @dataclass(frozen=True)
 class SideOptions:
@@ -88,6 +99,8 @@ class SideOptions:
     display_root: str = "."
     config_file: str = CONFIG_FILE
     """The settings file, relative to the repository root (read from the base side)."""
+    sources: tuple[Source, ...] = ()
+    """Where releases come from; empty: the hierarchy described by `layout`."""
 
 
 @dataclass(frozen=True)
@@ -162,14 +175,35 @@ def plan_side(
     options: SideOptions,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
+    decoder: SopsDecoder | None = None,
+    twin: bool = False,
 ) -> Plan:
-    """Discover and resolve every selected release of the checkout at `root`."""
-    fleet = HierarchySource(options.layout).discover(root)
-    loader = ValuesLoader(root=root, templates=renderer, secrets=secrets or NoSecrets())
-    planner = Planner(
-        fleet=fleet, loader=loader, renderer=renderer, display_root=options.display_root
+    """Plan every selected release and object set of every source of the checkout at `root`.
+
+    `decoder` decrypts SOPS files that are objects themselves (default: `secrets` when it
+    is one); `twin` plans the redacted twin, where only Helm values matter.
+    """
+    if decoder is None and isinstance(secrets, SopsDecoder):
+        decoder = secrets
+    context = PlanContext(
+        root=root,
+        renderer=renderer,
+        secrets=secrets or NoSecrets(),
+        decoder=decoder,
+        select=options.selection,
+        display_root=options.display_root,
+        twin=twin,
     )
-    return planner.plan(select=options.selection)
+    sources = options.sources or (Hierarchy(layout=options.layout),)
+    plan = Plan()
+    for source in sources:
+        found = source.plan(context)
+        plan.releases.extend(found.releases)
+        plan.errors.extend(found.errors)
+        plan.objects.extend(found.objects)
+        plan.replacements.update(found.replacements)
+        plan.inputs.update(found.inputs)
+    return plan
 
 
 class _RedactedSecrets:
@@ -261,20 +295,28 @@ def plan_twins(
     secrets: SecretsLoader | None = None,
 ) -> PlannedSide:
     """Plan with real secrets and, when any were read, with redacted ones; diff the twins."""
+    decoder = secrets if isinstance(secrets, SopsDecoder) else None
     recording = _Recording(secrets or NoSecrets())
-    real = plan_side(root, options=options, renderer=renderer, secrets=recording)
+    real = plan_side(root, options=options, renderer=renderer, secrets=recording, decoder=decoder)
+    # Secrets of object sets (SOPS files that are objects) are paired where they are read.
+    objects = frozenset(real.replacements)
     if not recording.used:
-        return PlannedSide(real, real)
+        return PlannedSide(real, real, dict(real.replacements), objects)
     twin = plan_side(
-        root, options=options, renderer=renderer, secrets=_RedactedSecrets(recording.inner)
+        root,
+        options=options,
+        renderer=renderer,
+        secrets=_RedactedSecrets(recording.inner),
+        decoder=decoder,
+        twin=True,
     )
     redacted = {release.id: release for release in twin.releases}
-    replacements: dict[str, str] = {}
+    replacements: dict[str, str] = dict(real.replacements)
     for release in real.releases:
         other = redacted.get(release.id)
         if other is not None:
             replacements.update(replacement_map(release.values, other.values))
-    return PlannedSide(real, twin, replacements, frozenset(recording.leaves))
+    return PlannedSide(real, twin, replacements, frozenset(recording.leaves) | objects)
 
 
 ProgressBar = Callable[[int], AbstractContextManager[Callable[[], None]]]
@@ -306,7 +348,7 @@ def render_side(
             cache=tools.cache,
             progress=lambda _: advance(),
         )
-    plans = {release.id: release for release in planned.twin.releases}
+    plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
     published = None
     if planned.has_secrets:
         # The unfiltered plan: a refused chart reference is told from the twin.
@@ -408,6 +450,8 @@ class PreparedSides:
     """The report line saying secrets were not decrypted, if any were not."""
     regeneration: Regeneration = field(default_factory=Regeneration)
     """Fields the last side's charts regenerate on every render (found by rendering twice)."""
+    sources: str = ""
+    """Which sources were planned, and whether they were declared or detected."""
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -444,9 +488,19 @@ def prepare_sides(
     layout = config_mod.with_overrides(
         config, definitions=request.definitions, templates=request.templates
     )
-    options = replace(request.options, layout=layout)
+    sources = _sources(config, layout, config_root)
+    options = replace(request.options, layout=layout, sources=sources)
     selection = options.selection
-    check_selection(roots, layout, selection.clusters, selection.deployments, warn=unknown_filter)
+    hierarchies = [source for source in sources if isinstance(source, Hierarchy)]
+    # Filters are checked against a fleet; names of other kinds' sources are not known there.
+    if len(hierarchies) == len(sources) == 1:
+        check_selection(
+            roots,
+            hierarchies[0].layout,
+            selection.clusters,
+            selection.deployments,
+            warn=unknown_filter,
+        )
     renderer = TemplateRenderer(request.tooling.limits_with(config))
     decoder = SopsDecoder(keyless=request.secrets)
     rendered: list[SideRender] = []
@@ -473,7 +527,16 @@ def prepare_sides(
         redactor=redactor,
         keyless=keyless_warning(decoder.keyless_sources),
         regeneration=regeneration,
+        sources=registry.describe(sources, detected=not config.sources),
     )
+
+
+def _sources(config: RepoConfig, layout: Layout, root: Path) -> tuple[Source, ...]:
+    """Declared sources (from the base side), else detected ones; the layout given on
+    the command line applies to a detected hierarchy."""
+    if config.sources:
+        return config.sources
+    return registry.detect(root, layout)
 
 
 def _regeneration(

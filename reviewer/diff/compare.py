@@ -78,15 +78,24 @@ def _stand_ins(
     }
     stand_ins: dict[ReleaseId, RenderedRelease] = {}
     for rid, release in other.items():
-        failure = broken.get((rid.cluster, rid.deployment))
+        # A source that failed as a whole (a generator) fails under deployment `*`.
+        failure = broken.get((rid.cluster, rid.deployment)) or broken.get(
+            (rid.cluster, WHOLE_DEPLOYMENT)
+        )
         if failure is not None and rid.release != WHOLE_DEPLOYMENT:
             stand_ins[rid] = RenderedRelease(
                 id=rid,
                 namespace=release.namespace,
-                error=f"not rendered: deployment {rid.deployment} failed as a whole",
+                error=_not_rendered(failure.id, rid),
                 reproduce=failure.reproduce,
             )
     return stand_ins
+
+
+def _not_rendered(failure: ReleaseId, rid: ReleaseId) -> str:
+    if failure.deployment == WHOLE_DEPLOYMENT:
+        return f"not rendered: source {failure.cluster} failed as a whole"
+    return f"not rendered: deployment {rid.deployment} failed as a whole"
 
 
 def _collect(

@@ -26,10 +26,12 @@ from reviewer.semantic import (
     ChangeKind,
     Path,
     PathChange,
+    default_list_keys,
     dyff_between,
     format_path,
     semantic_diff,
 )
+from reviewer.sources import bosh
 
 NO_FILE = "/dev/null"
 
@@ -82,7 +84,8 @@ def diff_pair(pair: Pair, settings: Settings) -> ResourceDiff | None:
         hidden = (pair.head_id, head.key) in settings.hidden
         return replace(shell, secret_only=True) if hidden else None
     kind_rule = settings.options.noise.kind_rule(head.key)
-    found, renewed = _split_regenerated(semantic_diff(base.body, head.body), regenerated)
+    keys = bosh.list_keys if head.key.kind == bosh.BOSH_KIND else default_list_keys
+    found, renewed = _split_regenerated(semantic_diff(base.body, head.body, keys=keys), regenerated)
     changes, routine = _classify(found, settings.options.noise, kind_rule)
     unified, dyff = _main_views(
         pair, settings, changes, renewed, pruning=bool(routine) or bool(renewed)

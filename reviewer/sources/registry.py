@@ -1,0 +1,34 @@
+"""Source kinds by name, and the sources of a repository: declared or detected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reviewer.discover import Layout
+from reviewer.sources import generated, hierarchy, manifests
+from reviewer.sources.protocol import Source, SourceKind
+
+kinds: dict[str, SourceKind] = {
+    hierarchy.KIND: hierarchy,
+    manifests.KIND: manifests,
+    generated.KIND: generated,
+}
+"""Every kind a `.reviewer.yaml` source may name."""
+
+
+def detect(root: Path, layout: Layout) -> tuple[Source, ...]:
+    """The sources of a repository without declared ones.
+
+    The hierarchy when its definitions root exists (as before sources existed);
+    else every detected kind; else the hierarchy, whose discovery says what is missing.
+    """
+    if (root / layout.definitions).is_dir():
+        return (hierarchy.Hierarchy(layout=layout),)
+    found = [source for kind in kinds.values() for source in kind.detect(root)]
+    return tuple(found) or (hierarchy.Hierarchy(layout=layout),)
+
+
+def describe(sources: tuple[Source, ...], *, detected: bool) -> str:
+    """`sources (detected): manifests 'apps': apps/; ...`."""
+    how = "detected" if detected else "from .reviewer.yaml"
+    return f"sources ({how}): " + "; ".join(source.describe() for source in sources)
