@@ -83,6 +83,27 @@ class Plan:
     """Object sets a source built itself (plain manifests): rendered already, not yet redacted."""
     replacements: dict[str, str] = field(default_factory=dict)
     """{secret: redacted} for secrets those object sets were built with (SOPS files)."""
+    inputs: dict[ReleaseId, frozenset[str]] = field(default_factory=dict)
+    """Repository files (or directories) each object set was built from."""
+
+    def input_plans(self) -> dict[ReleaseId, ReleasePlan]:
+        """Stand-in plans for the object sets: their inputs only (for the blast radius)."""
+        return {
+            release.id: ReleasePlan(
+                id=release.id,
+                namespace=release.namespace,
+                chart=ChartRef(""),
+                version=None,
+                labels={},
+                values={},
+                layers=(),
+                inputs=self.inputs.get(release.id, frozenset()),
+                skip_schema_validation=False,
+                template_file="",
+                reproduce=release.reproduce or "",
+            )
+            for release in self.objects
+        }
 
 
 Selector = Callable[[Cluster, DeploymentDir], bool]

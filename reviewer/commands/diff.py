@@ -197,6 +197,7 @@ def render_pair(
         watch=_announce(console, sides),
         unknown_filter=unknown_filter,
     )
+    console.info(prepared.sources)
     base, head = prepared.rendered
     redacted_base, redacted_head = prepared.redacted
     noise = prepared.config.noise

@@ -51,6 +51,7 @@ def run(args: RenderArgs, console: Console) -> ExitStatus:
             functools.partial(progress_bar, console, label="rendering")
         ),
     )
+    console.info(prepared.sources)
     warnings = [prepared.keyless] if prepared.keyless else []
     if args.redact:
         (redacted,) = prepared.redacted

@@ -3,8 +3,9 @@
 Each directory holding a kustomization file is one object set, built by the
 locked-down kustomize (reviewer/kustomize.py) and not descended into; every
 other `.yaml`/`.yml` file is one object set of its own. Identities are
-(source name, directory relative to the repository, file name or `kustomization`),
-so an object moving between files of one source shows as a move. Documents that
+(source name, directory, file name or `kustomization`), the directory relative
+to the source's path (to the repository when the source has several paths), so
+an object moving between files of one source shows as a move. Documents that
 are not Kubernetes objects (BOSH manifests) are compared path by path.
 
 SOPS-encrypted files (a top-level `sops` map), and Secrets with one that a
@@ -101,11 +102,13 @@ def _looks_like_manifest(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class _Unit:
-    """One object set: a kustomization directory or a single file (repository-relative)."""
+    """One object set: a kustomization directory or a single file."""
 
     directory: str
+    """The identity's directory (relative to the source's path)."""
     release: str
     path: str
+    """The directory or file, relative to the repository."""
 
 
 def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
@@ -117,16 +120,20 @@ def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
             error = ConfigError(path, "not a directory in the repository", field=f"source {name}")
             plan.errors.append(PlanError(name, path, None, error.render(), _reproduce(name, path)))
             continue
-        for unit in _units(context.root, directory):
+        top = context.root / path if len(paths) == 1 else context.root
+        for unit in _units(context.root, directory, top):
             if context.select.location(name, unit.directory):
-                plan.objects.append(_build(name, unit, context, plan.replacements))
+                built = _build(name, unit, context, plan.replacements)
+                plan.objects.append(built)
+                plan.inputs[built.id] = frozenset({unit.path})
     return plan
 
 
-def _units(root: Path, directory: Path) -> Iterator[_Unit]:
-    relative = directory.relative_to(root).as_posix()
+def _units(root: Path, directory: Path, top: Path) -> Iterator[_Unit]:
+    """Object sets below `directory`; their directory is named relative to `top`."""
+    relative = directory.relative_to(top).as_posix()
     if kustomize.find_kustomization(directory) is not None:
-        yield _Unit(relative, KUSTOMIZATION, relative)
+        yield _Unit(relative, KUSTOMIZATION, directory.relative_to(root).as_posix())
         return
     if (directory / "Chart.yaml").is_file():
         return  # a Helm chart, not plain manifests
@@ -134,7 +141,7 @@ def _units(root: Path, directory: Path) -> Iterator[_Unit]:
         if child.name.startswith("."):
             continue
         if child.is_dir() and not child.is_symlink():
-            yield from _units(root, child)
+            yield from _units(root, child, top)
         elif child.suffix in _SUFFIXES and child.is_file():
             yield _Unit(relative, child.name, child.relative_to(root).as_posix())
 
@@ -180,7 +187,7 @@ def _kustomization(
     unit: _Unit, context: PlanContext, replacements: dict[str, str]
 ) -> tuple[Resource, ...]:
     output = kustomize.build(
-        context.root, context.root / unit.directory, timeout=context.kustomize_timeout
+        context.root, context.root / unit.path, timeout=context.kustomize_timeout
     )
     documents = yamlio.load_documents(output, source=unit.path, cache=False)
     resources: list[Resource] = []
