@@ -15,7 +15,7 @@ from typing import Any
 
 from reviewer import yamlio
 from reviewer.errors import ConfigError, ReviewerError
-from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 
 INDEX_SCHEMA = "reviewer.snapshot/v1"
 
@@ -64,8 +64,12 @@ def release_dir(root: Path, release_id: ReleaseId) -> Path:
 
 
 def index_entry(release: RenderedRelease, files: Sequence[str] = ()) -> dict[str, Any]:
-    """The `index.json` record of one release; `files` are its objects' file names."""
-    return {
+    """The `index.json` record of one release; `files` are its objects' file names.
+
+    `documents` (only when there are any) names the YAML documents that are not
+    Kubernetes objects (BOSH manifests): their identity is not in their body.
+    """
+    entry = {
         "cluster": release.id.cluster,
         "deployment": release.id.deployment,
         "release": release.id.release,
@@ -81,6 +85,14 @@ def index_entry(release: RenderedRelease, files: Sequence[str] = ()) -> dict[str
         "helm": release.helm_command,
         "files": {name: r.source for name, r in zip(files, release.resources, strict=True)},
     }
+    documents = {
+        name: f"{r.key.kind}/{r.key.name}"
+        for name, r in zip(files, release.resources, strict=True)
+        if not r.api_version
+    }
+    if documents:
+        entry["documents"] = documents
+    return entry
 
 
 def _prepare(root: Path) -> None:
@@ -154,8 +166,9 @@ def _read_release(root: Path, entry: dict[str, Any], where: str) -> RenderedRele
         fields.text("cluster"), fields.text("deployment"), fields.text("release")
     )
     directory = release_dir(root, release_id)
+    documents = fields.table("documents") if "documents" in entry else {}
     resources = [
-        _read_resource(root, directory / _safe_segment(name), origin)
+        _read_resource(root, directory / _safe_segment(name), origin, documents.get(name))
         for name, origin in fields.table("files").items()
     ]
     return RenderedRelease(
@@ -171,13 +184,18 @@ def _read_release(root: Path, entry: dict[str, Any], where: str) -> RenderedRele
     )
 
 
-def _read_resource(root: Path, path: Path, origin: str) -> Resource:
+def _read_resource(root: Path, path: Path, origin: str, document: str | None) -> Resource:
     name = str(path.relative_to(root))
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         raise ConfigError(name, "listed in index.json but missing or unreadable") from None
-    return Resource.from_body(yamlio.load_mapping(text, source=name), source=origin)
+    body = yamlio.load_mapping(text, source=name)
+    if document is None:
+        return Resource.from_body(body, source=origin)
+    kind, _, title = document.partition("/")
+    key = ResourceKey("", kind, "", title)
+    return Resource(key=key, api_version="", body=yamlio.normalize(body), source=origin)
 
 
 class _Fields:

@@ -29,7 +29,7 @@ from reviewer.errors import ConfigError, ReviewerError
 from reviewer.model import ReleaseId, RenderedRelease, Resource
 from reviewer.plan import Plan, PlanError
 from reviewer.redact import redact_tree, replacement_map
-from reviewer.sops import SopsDecoder, keyless_placeholders
+from reviewer.sops import SopsDecoder, SopsError, SopsFailure, keyless_placeholders
 from reviewer.sources import bosh
 from reviewer.sources.protocol import PlanContext, SourceEntry
 
@@ -243,7 +243,21 @@ def _decrypted_built(
     with tempfile.TemporaryDirectory(prefix="reviewer-sops-") as scratch:
         path = Path(scratch, "object.yaml")
         path.write_text(text, encoding="utf-8")
-        return _decrypted(path, text, source, decoder, replacements)
+        try:
+            return _decrypted(path, text, source, decoder, replacements)
+        except SopsError as error:
+            if error.failure is not SopsFailure.INTEGRITY:
+                raise
+            name = (document.get("metadata") or {}).get("name", "")
+            raise SopsError(
+                source,
+                SopsFailure.INTEGRITY,
+                detail=f"Secret {name} as the kustomization built it",
+                hint="the SOPS MAC covers unencrypted fields too, so a kustomization that "
+                "changes an encrypted Secret (namespace, name prefix, labels) breaks it, as "
+                "in Flux; set those fields in the Secret itself, or encrypt with "
+                "--mac-only-encrypted",
+            ) from None
 
 
 def secret_replacements(encrypted: Any, real: Any) -> dict[str, str]:
