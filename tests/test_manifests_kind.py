@@ -184,7 +184,8 @@ def test_sops_secrets_are_decrypted_compared_and_never_shown(
     # A ConfigMap quoting the password: the redaction map covers it too.
     shop.write(
         "apps/web/leak.yaml",
-        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: leak}}\ndata: {{copy: {NEW_SECRET}}}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"
+        f"data: {{copy: {NEW_SECRET}}}\n",
     )
     outputs = []
     for fmt in ("text", "markdown", "json"):
