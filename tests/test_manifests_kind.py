@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,34 @@ def test_shards_publish_what_one_run_publishes_for_manifests(
     (merged,) = fake.comments(PR)
     assert merged.body == whole_body
     assert "instance_groups[name=web].instances: 2 → 3" in summary_of(merged_outputs)
+
+
+# --- the bundled example -----------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_the_manifests_example_renders_offline_and_its_demo_shows_each_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("demo", EXAMPLES / "demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    repo = demo.build_demo_repo(tmp_path / "manifests", "manifests")
+    report = json_diff(GitRepo(repo), capsys, "--base", "main")
+    assert statuses(report) == {
+        "bosh/./cf.yml": "changed",
+        "kustomize/base/kustomization": "unchanged",
+        "kustomize/overlays/production/kustomization": "changed",
+        "kustomize/overlays/staging/kustomization": "unchanged",
+        "shop/web/deployment.yaml": "changed",
+        "shop/web/service.yaml": "unchanged",
+    }
+    assert report["base"]["errors"] == report["head"]["errors"] == []
+    changes = [c for r in report["releases"] for res in r["resources"] for c in res["changes"]]
+    assert "instance_groups[name=web].instances: 2 → 3" in changes
+    assert (
+        'spec.template.spec.containers[name=api].image: "ghcr.io/example/api:1.4.0" → '
+        '"ghcr.io/example/api:1.5.0"'
+    ) in changes
