@@ -8,7 +8,8 @@ arguments go to `reviewer diff`, e.g. `python3 examples/demo.py --format markdow
 
 A first argument naming another example picks it instead: `manifests` (plain
 YAML, kustomize overlays and a BOSH manifest, with `manifests-change.patch`),
-e.g. `python3 examples/demo.py manifests --format markdown`.
+e.g. `python3 examples/demo.py manifests --format markdown`; `generated` (a
+converter run in a bubblewrap sandbox, with `generated-change.patch`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _IDENTITY = ["-c", "user.name=demo", "-c", "user.email=demo@example.invalid"]
-EXAMPLES = {"fleet": "demo-change.patch", "manifests": "manifests-change.patch"}
+EXAMPLES = {
+    "fleet": "demo-change.patch",
+    "manifests": "manifests-change.patch",
+    "generated": "generated-change.patch",
+}
 """Example repositories (directories here) and the change each demo applies."""
 
 

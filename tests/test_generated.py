@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import importlib.util
 import json
 import os
 import shutil
@@ -67,7 +68,7 @@ def test_bundles_are_converted_on_each_side_and_compared(
     converter.write("bundles/gamma.txt", "new")
     code, out, err = run_diff(["--repo", str(converter.root), "--base", "main"], capsys)
     assert code == ExitStatus.OK, out
-    assert "sources (from .reviewer.yaml): generated 'gen': sh -c" in err
+    assert "sources (from .reviewer.yaml): generated 'gen': sh ... (3 arguments) in ./" in err
     assert "~ gen/./beta.yaml [changed]" in out
     assert 'data.text: "two" → "three"' in out
     assert "+ gen/./gamma.yaml [added]" in out
@@ -161,6 +162,28 @@ def test_without_a_working_sandbox_the_generator_never_runs(
     assert code == ExitStatus.RENDER_FAILED
     assert "the generator sandbox (bubblewrap) cannot start on this machine" in out
     assert "never runs outside the sandbox" in out
+
+
+def test_the_generated_example_and_its_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    examples = Path(__file__).parent.parent / "examples"
+    spec = importlib.util.spec_from_file_location("demo", examples / "demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    repo = GitRepo(demo.build_demo_repo(tmp_path / "generated", "generated"))
+    report = report_for(repo, capsys)
+    assert objects(report) == {
+        "compositions/./orders.yaml": "changed",
+        "compositions/./sessions.yaml": "unchanged",
+    }
+    (orders,) = [r for r in report["releases"] if r["release"] == "orders.yaml"]
+    assert orders["resources"][0]["changes"] == [
+        "spec.resources[name=instance].base.spec.forProvider.allocatedStorage: 20 → 50"
+    ]
+    (impact,) = report["explain"]["blastRadius"]
+    assert (impact["file"], impact["changed"]) == ("bundles/orders.json", 1)
 
 
 def _render(repo: GitRepo, tmp_path: Path) -> dict[str, str]:

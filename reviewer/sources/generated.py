@@ -36,6 +36,7 @@ OUTPUT_LINES = 20
 _INSTALL_HINT = "install bubblewrap (Debian: `apt-get install bubblewrap`)"
 _HOST_LINKS = ("/bin", "/lib", "/lib64", "/sbin")
 _SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+_SHOWN_COMMAND = 80
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,10 @@ class Generated:
 
     def describe(self) -> str:
         """`generated 'compositions': <command> in bundles/`."""
-        return f"{KIND} '{self.name}': {shlex.join(self.command)} in {self.workdir}/"
+        line = shlex.join(self.command)
+        if "\n" in line or len(line) > _SHOWN_COMMAND:
+            line = f"{shlex.quote(self.command[0])} ... ({len(self.command)} arguments)"
+        return f"{KIND} '{self.name}': {line} in {self.workdir}/"
 
     def plan(self, context: PlanContext) -> Plan:
         """Run the generator over this checkout, then read its output as manifests."""
@@ -66,7 +70,11 @@ class Generated:
                 reproduce = f"(cd {shlex.quote(self.workdir)} && {shlex.join(self.command)})"
                 failure = PlanError(self.name, WHOLE_DEPLOYMENT, None, error.render(), reproduce)
                 return Plan(errors=[failure])
-            return plan_tree(self.name, [self.output], replace(context, root=out))
+            plan = plan_tree(self.name, [self.output], replace(context, root=out))
+        # Output files are not repository files: every object set comes from the workdir.
+        inputs = frozenset({self.workdir} if self.workdir != "." else ())
+        plan.inputs = {rid: inputs for rid in plan.inputs}
+        return plan
 
 
 def decode(entry: SourceEntry) -> Generated:
