@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agekeys import AgeIdentity, encrypt
 from conftest import GitRepo, git
 from test_diff_command import json_diff, run_diff
 
@@ -32,6 +33,25 @@ CONVERT = (
     'printf "apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: %s}\\ndata: {text: \\"%s\\"}\\n" '
     '"$n" "$(cat "$f")" > "$OUT/$n.yaml"; done'
 )
+
+
+SECRET = "gen-s3cr3t-Value-2468"
+FAILING = (
+    "for i in $(seq 1 40); do echo line $i; done; cat bundles/notes.txt; echo boom >&2; exit 3"
+)
+
+
+@pytest.fixture
+def age_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> AgeIdentity:
+    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD"):
+        monkeypatch.delenv(name, raising=False)
+    identity = AgeIdentity.generate()
+    monkeypatch.setenv(
+        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
+    )
+    return identity
 
 
 def settings(command: str, **options: Any) -> str:
@@ -117,17 +137,30 @@ def test_the_sandbox_has_no_network_no_environment_no_home(
 
 
 def test_a_failing_generator_is_a_side_error_with_its_last_lines_redacted(
-    converter: GitRepo, capsys: pytest.CaptureFixture[str]
+    converter: GitRepo, age_key: AgeIdentity, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    failing = "for i in $(seq 1 40); do echo line $i; done; echo boom >&2; exit 3"
-    converter.write(".reviewer.yaml", settings(failing))
+    # A known secret (from a SOPS file of another source) that the generator's output
+    # happens to quote is redacted there too.
+    sources = json.loads(settings(FAILING))["sources"]
+    sources.append({"name": "secrets", "kind": "manifests", "paths": ["secrets"]})
+    converter.write(".reviewer.yaml", json.dumps({"sources": sources}))
+    document = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db"},
+        "stringData": {"password": SECRET},
+    }
+    (converter.root / "secrets").mkdir()
+    encrypt(converter.root / "secrets", document, age_key, name="db.sops.yaml")
+    converter.write("bundles/notes.txt", f"password {SECRET}\n")
     converter.commit("failing converter")
     git(converter.root, "branch", "--quiet", "-f", "main")
-    code, out, _ = run_diff(["--repo", str(converter.root), "--base", "main"], capsys)
+    code, out, err = run_diff(["--repo", str(converter.root), "--base", "main"], capsys)
     assert code == ExitStatus.RENDER_FAILED
     assert "FAILED gen/*/*: generator 'gen' failed with exit code 3" in out
-    assert "line 40" in out and "boom" in out
+    assert "line 40" in out and "boom" in out and "password " in out
     assert "line 10\n" not in out, "only the last lines"
+    assert SECRET not in out and SECRET not in err
 
 
 def test_limits_stop_a_generator(converter: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:

@@ -173,7 +173,7 @@ def run(generator: Generated, *, checkout: Path, out: Path) -> None:
         ok_codes=tuple(range(-64, 256)),
     )
     try:
-        done = proc.run(command, timeout=generator.timeout_seconds + 5, show_output=False)
+        done = proc.run(command, timeout=generator.timeout_seconds, show_output=False)
     except CommandError:
         raise RenderError(
             f"generator '{generator.name}' did not finish within {generator.timeout_seconds}s"

@@ -71,20 +71,32 @@ def detect(root: Path) -> Sequence[Manifests]:
     """One source per top-level directory holding Kubernetes objects or BOSH manifests."""
     found: list[Manifests] = []
     for child in sorted(root.iterdir()):
-        if child.is_dir() and not child.name.startswith(".") and _holds_manifests(child):
+        if child.name.startswith(".") or child.is_symlink() or not child.is_dir():
+            continue
+        if _holds_manifests(child):
             found.append(Manifests(child.name, (child.name,)))
     return found
 
 
 def _holds_manifests(directory: Path) -> bool:
-    for path in sorted(directory.rglob("*")):
-        if any(part.startswith(".") for part in path.relative_to(directory).parts):
-            continue
+    """True when the tree holds manifests and no Helm chart (symlinks are not followed)."""
+    found = False
+    for path in _walk(directory):
         if path.name == "Chart.yaml":
             return False
-        if path.is_file() and path.suffix in _SUFFIXES and _looks_like_manifest(path):
-            return True
-    return False
+        found = found or (path.suffix in _SUFFIXES and _looks_like_manifest(path))
+    return found
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    """Regular files below `directory`, hidden entries and symlinks skipped."""
+    for child in sorted(directory.iterdir()):
+        if child.name.startswith(".") or child.is_symlink():
+            continue
+        if child.is_dir():
+            yield from _walk(child)
+        elif child.is_file():
+            yield child
 
 
 def _looks_like_manifest(path: Path) -> bool:
