@@ -154,7 +154,8 @@ def test_exit_codes_follow_the_same_rules(
     shop.write("apps/web/broken.yaml", "kind: [unclosed\n")
     code, out, _ = run_diff(args, capsys)
     assert code == ExitStatus.RENDER_FAILED
-    assert "FAILED apps/web/broken.yaml: apps/web/broken.yaml:1: malformed YAML" in out
+    assert "FAILED apps/web/broken.yaml: " in out
+    assert "apps/web/broken.yaml:1: malformed YAML" in out
     assert "reproduce: reviewer render" in out and "--cluster apps --deployment web" in out
 
 
