@@ -282,3 +282,17 @@ def test_the_manifests_example_renders_offline_and_its_demo_shows_each_change(
         'spec.template.spec.containers[name=api].image: "ghcr.io/example/api:1.4.0" → '
         '"ghcr.io/example/api:1.5.0"'
     ) in changes
+
+
+def test_a_symlink_leaving_the_repository_is_refused_and_never_read(
+    shop: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {k: o0ps-f1le}\n"
+    )
+    (shop.root / "apps/web/link.yaml").symlink_to(outside)
+    code, out, err = run_diff(["--repo", str(shop.root), "--base", "main"], capsys)
+    assert code == ExitStatus.RENDER_FAILED
+    assert "FAILED apps/web/link.yaml: " in out
+    assert "o0ps-f1le" not in out + err
