@@ -140,3 +140,9 @@ def test_a_hierarchy_and_plain_manifests_in_one_repository(repo: Repo) -> None:
     assert release(snapshot, "c", "d", "app").error is None
     (namespace,) = release(snapshot, "infra", ".", "namespace.yaml").resources
     assert str(namespace.key) == "Namespace shop"
+
+
+def test_a_layout_set_explicitly_is_the_hierarchy_even_when_missing(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo").write("web/deployment.yaml", DEPLOYMENT.format(replicas=1))
+    layout = Layout(definitions="clusters")
+    assert registry.detect(repo.root, layout) == (Hierarchy(layout=layout),)

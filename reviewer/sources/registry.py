@@ -19,10 +19,11 @@ kinds: dict[str, SourceKind] = {
 def detect(root: Path, layout: Layout) -> tuple[Source, ...]:
     """The sources of a repository without declared ones.
 
-    The hierarchy when its definitions root exists (as before sources existed);
-    else every detected kind; else the hierarchy, whose discovery says what is missing.
+    The hierarchy when its definitions root exists or the layout was set (in
+    `.reviewer.yaml` or on the command line), as before sources existed; else every
+    detected kind; else the hierarchy, whose discovery says what is missing.
     """
-    if (root / layout.definitions).is_dir():
+    if layout != Layout() or (root / layout.definitions).is_dir():
         return (hierarchy.Hierarchy(layout=layout),)
     found = [source for kind in kinds.values() for source in kind.detect(root)]
     return tuple(found) or (hierarchy.Hierarchy(layout=layout),)
