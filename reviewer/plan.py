@@ -80,7 +80,11 @@ class Plan:
     releases: list[ReleasePlan] = field(default_factory=list)
     errors: list[PlanError] = field(default_factory=list)
     objects: list[RenderedRelease] = field(default_factory=list)
-    """Object sets a source built itself (plain manifests): rendered already, not yet redacted."""
+    """Object sets a source built itself (plain manifests): rendered already, not yet redacted.
+
+    Their failures are here too (as releases with an error), not in `errors`, which the
+    twin plan of Helm releases accounts for.
+    """
     replacements: dict[str, str] = field(default_factory=dict)
     """{secret: redacted} for secrets those object sets were built with (SOPS files)."""
     inputs: dict[ReleaseId, frozenset[str]] = field(default_factory=dict)

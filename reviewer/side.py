@@ -358,6 +358,11 @@ def render_side(
             snapshot,
             lambda twin: render_plan(twin, **_render_args(root, tools)),
         )
+        # Object sets have no twin: their secrets are in the replacement map already.
+        published = replace(
+            published,
+            releases=tuple(sorted((*published.releases, *plan.objects), key=lambda r: r.id)),
+        )
     return SideRender(
         snapshot,
         planned.replacements,

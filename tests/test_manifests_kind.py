@@ -296,3 +296,46 @@ def test_a_symlink_leaving_the_repository_is_refused_and_never_read(
     assert code == ExitStatus.RENDER_FAILED
     assert "FAILED apps/web/link.yaml: " in out
     assert "o0ps-f1le" not in out + err
+
+
+def test_manifests_next_to_a_hierarchy_with_sops_values(
+    git_repo: GitRepo, age_key: AgeIdentity, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The hierarchy's SOPS values make its releases go through the twin alignment; the
+    # manifests source's object sets are published beside them all the same.
+    git_repo.write("deployments/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
+    encrypt(git_repo.root / "deployments/c", {"db": SECRET}, age_key, name="cluster.values.sops.yaml")
+    write_manifests(git_repo)
+    git_repo.write(
+        ".reviewer.yaml",
+        "sources:\n"
+        "  - {name: fleet, kind: hierarchy, paths: [deployments]}\n"
+        "  - {name: bosh, kind: manifests, paths: [bosh]}\n",
+    )
+    git_repo.commit("fleet and manifests")
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    write_manifests(git_repo, instances=3)
+    encrypt(git_repo.root / "deployments/c", {"db": NEW_SECRET}, age_key, name="cluster.values.sops.yaml")
+    code, out, err = run_diff(["--repo", str(git_repo.root), "--base", "main"], capsys)
+    assert code == ExitStatus.OK, out
+    assert "~ c/d/app [changed]" in out
+    assert "instance_groups[name=web].instances: 2 → 3" in out
+    assert SECRET not in out + err and NEW_SECRET not in out + err
+
+
+def test_a_missing_manifests_directory_fails_that_source_only(
+    shop: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shop.write(
+        ".reviewer.yaml", "sources:\n  - {name: shop, kind: manifests, paths: [apps, gone]}\n"
+    )
+    shop.commit("declare")
+    git(shop.root, "branch", "--quiet", "-f", "main")
+    write_manifests(shop, replicas=5)
+    code, out, _ = run_diff(
+        ["--repo", str(shop.root), "--base", "main", "--fail-on-preexisting"], capsys
+    )
+    assert code == ExitStatus.RENDER_FAILED
+    assert "FAILED shop/gone/*: " in out
+    assert "gone: source shop: not a directory in the repository" in out
+    assert "spec.replicas: 2 → 5" in out

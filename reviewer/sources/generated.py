@@ -23,8 +23,8 @@ from pathlib import Path
 from reviewer import decode as decoding
 from reviewer import proc
 from reviewer.errors import CommandError, RenderError, ReviewerError
-from reviewer.model import WHOLE_DEPLOYMENT
-from reviewer.plan import Plan, PlanError
+from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease
+from reviewer.plan import Plan
 from reviewer.sources.manifests import plan_tree
 from reviewer.sources.protocol import PlanContext, SourceEntry
 
@@ -68,8 +68,14 @@ class Generated:
                 run(self, checkout=context.root, out=out)
             except ReviewerError as error:
                 reproduce = f"(cd {shlex.quote(self.workdir)} && {shlex.join(self.command)})"
-                failure = PlanError(self.name, WHOLE_DEPLOYMENT, None, error.render(), reproduce)
-                return Plan(errors=[failure])
+                # The whole source fails (`*/*`): its object sets are unknown on this side.
+                failure = RenderedRelease(
+                    id=ReleaseId(self.name, WHOLE_DEPLOYMENT, WHOLE_DEPLOYMENT),
+                    namespace="",
+                    error=error.render(),
+                    reproduce=reproduce,
+                )
+                return Plan(objects=[failure])
             plan = plan_tree(self.name, [self.output], replace(context, root=out))
         # Output files are not repository files: every object set comes from the workdir.
         inputs = frozenset({self.workdir} if self.workdir != "." else ())

@@ -26,8 +26,8 @@ from typing import Any
 
 from reviewer import jail, kustomize, yamlio
 from reviewer.errors import ConfigError, ReviewerError
-from reviewer.model import ReleaseId, RenderedRelease, Resource
-from reviewer.plan import Plan, PlanError
+from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource
+from reviewer.plan import Plan
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sops import SopsDecoder, SopsError, SopsFailure, keyless_placeholders
 from reviewer.sources import bosh
@@ -130,7 +130,13 @@ def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
         directory = context.root / path
         if not directory.is_dir():
             error = ConfigError(path, "not a directory in the repository", field=f"source {name}")
-            plan.errors.append(PlanError(name, path, None, error.render(), _reproduce(name, path)))
+            failure = RenderedRelease(
+                id=ReleaseId(name, path, WHOLE_DEPLOYMENT),
+                namespace="",
+                error=error.render(),
+                reproduce=_reproduce(name, path, context.display_root),
+            )
+            plan.objects.append(failure)
             continue
         top = context.root / path if len(paths) == 1 else context.root
         for unit in _units(context.root, directory, top):
