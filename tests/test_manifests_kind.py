@@ -304,7 +304,9 @@ def test_manifests_next_to_a_hierarchy_with_sops_values(
     # The hierarchy's SOPS values make its releases go through the twin alignment; the
     # manifests source's object sets are published beside them all the same.
     git_repo.write("deployments/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
-    encrypt(git_repo.root / "deployments/c", {"db": SECRET}, age_key, name="cluster.values.sops.yaml")
+    encrypt(
+        git_repo.root / "deployments/c", {"db": SECRET}, age_key, name="cluster.values.sops.yaml"
+    )
     write_manifests(git_repo)
     git_repo.write(
         ".reviewer.yaml",
@@ -315,7 +317,12 @@ def test_manifests_next_to_a_hierarchy_with_sops_values(
     git_repo.commit("fleet and manifests")
     git(git_repo.root, "checkout", "--quiet", "-b", "feature")
     write_manifests(git_repo, instances=3)
-    encrypt(git_repo.root / "deployments/c", {"db": NEW_SECRET}, age_key, name="cluster.values.sops.yaml")
+    encrypt(
+        git_repo.root / "deployments/c",
+        {"db": NEW_SECRET},
+        age_key,
+        name="cluster.values.sops.yaml",
+    )
     code, out, err = run_diff(["--repo", str(git_repo.root), "--base", "main"], capsys)
     assert code == ExitStatus.OK, out
     assert "~ c/d/app [changed]" in out
