@@ -31,6 +31,8 @@ BLAST_RADIUS_LINES = 20
 """Files listed in the blast-radius summary; the JSON report lists them all."""
 REGENERATED_LINES = 30
 """Regenerated fields listed in text and Markdown; the JSON report lists them all."""
+ROUTINE_LINES = 10
+"""Distinct routine changes listed per release for its routine-only objects (JSON: all)."""
 MARK = {
     "added": "+",
     "removed": "-",

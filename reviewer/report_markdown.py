@@ -9,7 +9,13 @@ import jinja2
 
 from reviewer import markdown
 from reviewer.diff.result import ReleaseDiff, ResourceDiff, ResourceStatus
-from reviewer.report import BLAST_RADIUS_LINES, MARK, REGENERATED_LINES, Review
+from reviewer.report import (
+    BLAST_RADIUS_LINES,
+    MARK,
+    REGENERATED_LINES,
+    ROUTINE_LINES,
+    Review,
+)
 
 
 def render_template(name: str, **context: Any) -> str:
@@ -81,5 +87,6 @@ def render_markdown(
         mark=MARK,
         blast_radius_lines=BLAST_RADIUS_LINES,
         regenerated_lines=REGENERATED_LINES,
+        routine_lines=ROUTINE_LINES,
         summary_only=summary_only,
     )

@@ -7,7 +7,14 @@ from typing import Any
 
 from reviewer.diff.result import ClusterSummary, ReleaseDiff, ResourceDiff, ResourceStatus
 from reviewer.release_summary import ReleaseSummary
-from reviewer.report import BLAST_RADIUS_LINES, MARK, REGENERATED_LINES, Review, plural
+from reviewer.report import (
+    BLAST_RADIUS_LINES,
+    MARK,
+    REGENERATED_LINES,
+    ROUTINE_LINES,
+    Review,
+    plural,
+)
 
 _COLOUR = {"+": "32", "-": "31", "~": "33", ">": "36", "!": "31;1", "@": "36"}
 
@@ -150,7 +157,7 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
         ("merge result", release.head_error),
     ):
         if error and review.is_listed(release, error):
-            yield paint(f"    fails to render on the {side} (error above)", "31")
+            yield paint(f"    fails to render on the {side} (error listed in the summary)", "31")
         elif error:
             yield paint(f"    {side}: {error}", "31")
     changes = review.value_changes(release)
@@ -162,8 +169,21 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
     if summary is not None:
         yield from _release_summary_text(summary)
         return
-    for diff in release.resources:
+    for diff in release.shown_resources():
         yield from _resource_text(review, release, diff, paint)
+    yield from _routine_objects_text(release, paint)
+
+
+def _routine_objects_text(release: ReleaseDiff, paint: Any) -> Iterator[str]:
+    collapsed = release.routine_objects()
+    if not collapsed:
+        return
+    yield paint(f"  ~ {len(collapsed)} object(s) with routine changes only:", _COLOUR["~"])
+    lines = release.routine_lines()
+    for line in lines[:ROUTINE_LINES]:
+        yield paint(f"      {line}", "2")
+    if len(lines) > ROUTINE_LINES:
+        yield paint(f"      ... and {len(lines) - ROUTINE_LINES} more (see the JSON report)", "2")
 
 
 def _resource_text(

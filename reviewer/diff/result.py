@@ -108,6 +108,17 @@ class ResourceDiff:
         )
 
     @property
+    def collapsible(self) -> bool:
+        """Changed only in routine ways, with no note to show: reports count such objects per
+        release (a chart bump relabels every object) instead of showing each one."""
+        return (
+            self.status is ResourceStatus.CHANGED
+            and self.routine_only
+            and not self.secret_only
+            and all(item.comparable for item in self.regenerated)
+        )
+
+    @property
     def key(self) -> ResourceKey:
         """The object's identity on the head side, or on the base side when removed."""
         key = self.head_key or self.base_key
@@ -192,6 +203,20 @@ class ReleaseDiff:
     def routine_counts(self) -> dict[str, int]:
         """How many routine changes each rule covered in this release."""
         return dict(Counter(item.rule for diff in self.resources for item in diff.routine))
+
+    def shown_resources(self) -> tuple[ResourceDiff, ...]:
+        """The objects reports show one by one: all but the collapsible ones."""
+        return tuple(diff for diff in self.resources if not diff.collapsible)
+
+    def routine_objects(self) -> tuple[ResourceDiff, ...]:
+        """Objects whose only changes are routine: reports show them as one count."""
+        return tuple(diff for diff in self.resources if diff.collapsible)
+
+    def routine_lines(self) -> list[str]:
+        """Each distinct routine change of `routine_objects()` with how many fields it covers,
+        most frequent first."""
+        found = Counter(str(item) for diff in self.routine_objects() for item in diff.routine)
+        return [f"{line}  ({count} field(s))" for line, count in found.most_common()]
 
 
 @dataclass(frozen=True)
