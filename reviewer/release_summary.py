@@ -21,7 +21,10 @@ DIFFERENCE_LINES = 40
 """Lines of the compact difference shown against the most resembling release."""
 LINE_WIDTH = 160
 CANDIDATES = 12
-"""Releases compared when looking for the most resembling one (nearest names first)."""
+"""Releases compared when looking for the most resembling one (nearest clusters first)."""
+NEAR_TIE = 0.01
+"""Similarities this close to the best count as equal: the nearest cluster wins among them
+(a chart's random passwords make siblings differ by a hair, in no meaningful way)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ def most_resembling(
         return None
     text = _text(added)
     scored = [(similarity(_text(other), text), other) for other in candidates]
-    score, best = max(scored, key=lambda item: (item[0], -candidates.index(item[1])))
+    top = max(score for score, _ in scored)
+    score, best = next(item for item in scored if item[0] >= top - NEAR_TIE)
     lines = list(_differences(best, added))
     return Resemblance(
         best.id, score, tuple(lines[:DIFFERENCE_LINES]), max(0, len(lines) - DIFFERENCE_LINES)
@@ -123,7 +127,8 @@ def most_resembling(
 def _candidates(
     added: RenderedRelease, existing: Sequence[RenderedRelease]
 ) -> list[RenderedRelease]:
-    """The same deployment and release on other clusters (the same template), same chart first."""
+    """The same deployment and release on other clusters (the same template): same chart
+    first, then the clusters sharing the longest part of the new cluster's path (its group)."""
     related = [
         other
         for other in existing
@@ -131,9 +136,24 @@ def _candidates(
         and (other.id.deployment, other.id.release) == (added.id.deployment, added.id.release)
         and other.error is None
     ]
-    return sorted(related, key=lambda other: (other.chart != added.chart, str(other.id)))[
-        :CANDIDATES
-    ]
+    return sorted(
+        related,
+        key=lambda other: (
+            other.chart != added.chart,
+            -_shared_segments(other.id.cluster, added.id.cluster),
+            str(other.id),
+        ),
+    )[:CANDIDATES]
+
+
+def _shared_segments(one: str, other: str) -> int:
+    """How many leading path segments two cluster paths share (`prod/eu-1`, `prod/eu-3`: 1)."""
+    shared = 0
+    for mine, theirs in zip(one.split("/"), other.split("/"), strict=False):
+        if mine != theirs:
+            break
+        shared += 1
+    return shared
 
 
 def _differences(base: RenderedRelease, added: RenderedRelease) -> Iterable[str]:

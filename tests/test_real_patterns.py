@@ -115,3 +115,47 @@ def test_a_release_failing_on_both_sides_points_to_the_summary_where_its_error_i
     details, _, summary = out.partition("\nreviewer diff: main")
     assert "fails to render on the merge result (error listed in the summary)" in details
     assert "chart '../nope' not found" in summary and "above" not in details
+
+
+CACHE_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: cache\nversion: 1.0.0\n",
+    "templates/secret.yaml": """\
+        apiVersion: v1
+        kind: Secret
+        metadata:
+          name: cache
+        data:
+          password: {{ randAlphaNum 16 | b64enc | quote }}
+        """,
+    "templates/config.yaml": """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: cache
+        data:
+          maxmemory: 64mb
+        """,
+}
+
+
+def cache_fleet(repo: GitRepo, *clusters: str, password: bool) -> GitRepo:
+    """A cache on every cluster, with a generated password (as bitnami's redis has) or not."""
+    chart = {k: v for k, v in CACHE_CHART.items() if password or k != "templates/secret.yaml"}
+    repo.add_chart("charts/cache", chart)
+    repo.add_template("cache", "releases: [{name: cache, chart: ../../charts/cache}]\n")
+    repo.write("deployments/apps/cache/deployment.yaml", "apps: [{template: cache}]\n")
+    for cluster in clusters:
+        repo.write(f"deployments/{cluster}/apps/.keep", "")
+    return repo
+
+
+@pytest.mark.parametrize("password", [True, False], ids=["near-tie", "exact-tie"])
+def test_an_added_cluster_resembles_its_group_sibling_when_others_are_as_alike(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str], password: bool
+) -> None:
+    cache_fleet(git_repo, "alpha/a1", "zulu/z1", password=password).commit("fleet")
+    git_repo.write("deployments/zulu/z2/apps/.keep", "")
+    code, out, _ = run_diff(["--repo", str(git_repo.root), "--base", "main"], capsys)
+    assert code == 0
+    assert "+ zulu/z2/cache/cache [added]" in out
+    assert "most resembles zulu/z1/cache/cache" in out
