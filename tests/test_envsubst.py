@@ -60,18 +60,29 @@ def test_expands_as_flux_does(variables: dict[str, str], text: str, expected: st
 
 @pytest.mark.parametrize(
     "text",
-    ["${missing}", "${#missing}", "${missing^^}", "${missing:0:10}", "${missing/a/b}",
-     "${missing%%p}", "${set:-${missing}}"],
+    [
+        "${missing}",
+        "${#missing}",
+        "${missing^^}",
+        "${missing:0:10}",
+        "${missing/a/b}",
+        "${missing%%p}",
+        "${set:-${missing}}",
+    ],
 )
 def test_strict_mode_fails_on_a_variable_read_without_default(text: str) -> None:
-    with pytest.raises(SubstitutionError, match='variable not set .strict mode.: "missing"'):
+    with pytest.raises(SubstitutionError, match=r'variable not set .strict mode.: "missing"'):
         expand(text, {"set": "x"}, strict=True)
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("${missing:-fallback}", "fallback"), ("${missing:=a}", "a"), ("${missing=a}", "a"),
-     ("${empty}", "")],
+    [
+        ("${missing:-fallback}", "fallback"),
+        ("${missing:=a}", "a"),
+        ("${missing=a}", "a"),
+        ("${empty}", ""),
+    ],
 )
 def test_strict_mode_accepts_defaults_and_empty_values(text: str, expected: str) -> None:
     assert expand(text, {"empty": ""}, strict=True) == expected
