@@ -50,6 +50,10 @@ def lookup_in(objects: list[dict[str, Any]]) -> fks.ObjectLookup:
     return lookup
 
 
+def build(ks: fks.FluxKustomization, root: Path, **options: Any) -> list[dict[str, Any]]:
+    return list(fks.build(ks, root, **options).objects)
+
+
 def config_map(name: str, data: Mapping[str, str]) -> dict[str, Any]:
     metadata = {"name": name, "namespace": "flux-system"}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
@@ -94,7 +98,7 @@ def test_substitution_with_defaults_escapes_and_precedence(tmp_path: Path) -> No
             config_map("second", {"region": "us-2"}),
         ]
     )
-    built = fks.build(ks, tmp_path, lookup=lookup)
+    built = build(ks, tmp_path, lookup=lookup)
     data = by_name(built, "app")["data"]
     assert data == {
         "cluster": "prod-1",  # inline wins over substituteFrom; newlines dropped
@@ -112,9 +116,9 @@ def test_strict_substitution_fails_on_a_missing_variable(tmp_path: Path) -> None
     write(tmp_path, {"apps/app.yaml": APP})
     ks = kustomization({"path": "./apps", "postBuild": {"substitute": {"other": "x"}}})
     with pytest.raises(ConfigError, match=r'ConfigMap/app.*"cluster_name"') as caught:
-        fks.build(ks, tmp_path, lookup=lookup_in([]))
+        build(ks, tmp_path, lookup=lookup_in([]))
     assert "clusters/prod/apps.yaml" in str(caught.value)
-    loose = fks.build(ks, tmp_path, lookup=lookup_in([]), strict=False)
+    loose = build(ks, tmp_path, lookup=lookup_in([]), strict=False)
     # `cluster: ` is YAML null, as Flux's YAMLToJSON reads the substituted text too.
     assert by_name(loose, "app")["data"]["cluster"] is None
 
@@ -122,14 +126,14 @@ def test_strict_substitution_fails_on_a_missing_variable(tmp_path: Path) -> None
 def test_substitution_runs_only_with_variables_unless_always(tmp_path: Path) -> None:
     write(tmp_path, {"apps/app.yaml": APP})
     lookup = lookup_in([])
-    untouched = fks.build(
+    untouched = build(
         ks := kustomization({"path": "./apps", "postBuild": {}}), tmp_path, lookup=lookup
     )
     assert by_name(untouched, "app")["data"]["cluster"] == "${cluster_name}"
     assert ks.post_build is not None
     always = kustomization({"path": "./apps", "postBuild": {"substituteStrategy": "Always"}})
     with pytest.raises(ConfigError, match="cluster_name"):
-        fks.build(always, tmp_path, lookup=lookup)
+        build(always, tmp_path, lookup=lookup)
 
 
 def test_disabled_label_or_annotation_skips_substitution(tmp_path: Path) -> None:
@@ -140,7 +144,7 @@ def test_disabled_label_or_annotation_skips_substitution(tmp_path: Path) -> None
     }
     write(tmp_path, {"apps/a.yaml": labelled, "apps/b.yaml": annotated})
     ks = kustomization({"path": "./apps", "postBuild": {"substitute": {"cluster_name": "p"}}})
-    built = fks.build(ks, tmp_path, lookup=lookup_in([]))
+    built = build(ks, tmp_path, lookup=lookup_in([]))
     for name in ("labelled", "annotated"):
         assert by_name(built, name)["data"]["cluster"] == "${cluster_name}"
 
@@ -149,7 +153,7 @@ def test_invalid_variable_name_is_refused(tmp_path: Path) -> None:
     write(tmp_path, {"apps/app.yaml": APP})
     ks = kustomization({"path": "./apps", "postBuild": {"substitute": {"bad-name": "x"}}})
     with pytest.raises(ConfigError, match="variable name is invalid"):
-        fks.build(ks, tmp_path, lookup=lookup_in([]))
+        build(ks, tmp_path, lookup=lookup_in([]))
 
 
 def test_missing_substitute_source_names_the_reference(tmp_path: Path) -> None:
@@ -158,7 +162,7 @@ def test_missing_substitute_source_names_the_reference(tmp_path: Path) -> None:
         {"path": "./apps", "postBuild": {"substituteFrom": [{"kind": "Secret", "name": "vars"}]}}
     )
     with pytest.raises(ConfigError, match=r"substituteFrom\[0\].*Secret flux-system/vars"):
-        fks.build(ks, tmp_path, lookup=lookup_in([]))
+        build(ks, tmp_path, lookup=lookup_in([]))
 
 
 def test_spec_fields_are_written_into_the_kustomization_itself(tmp_path: Path) -> None:
@@ -202,7 +206,7 @@ def test_spec_fields_are_written_into_the_kustomization_itself(tmp_path: Path) -
             "commonMetadata": {"labels": {"team": "a"}, "annotations": {"owner": "b"}},
         }
     )
-    built = fks.build(ks, tmp_path, lookup=lookup_in([]))
+    built = build(ks, tmp_path, lookup=lookup_in([]))
     web = by_name(built, "web")
     # The prefix replaces the file's (not `flux-file-web`), the namespace too.
     assert web["metadata"]["name"] == "flux-web"
@@ -244,11 +248,16 @@ def test_sops_secret_in_the_tree_is_decrypted_for_rendering(
         "postBuild": {"substitute": {"cluster_name": "prod"}},
     }
     with pytest.raises(ConfigError, match="decryption is required"):
-        fks.build(kustomization(spec), tmp_path, lookup=lookup_in([]))
+        build(kustomization(spec), tmp_path, lookup=lookup_in([]))
     ks = kustomization({**spec, "decryption": {"provider": "sops"}})
-    built = fks.build(ks, tmp_path, lookup=lookup_in([]), decryptor=SopsDecoder())
+    built = build(ks, tmp_path, lookup=lookup_in([]), decryptor=SopsDecoder())
     db = by_name(built, "db")
     assert "sops" not in db
+    replacements = fks.build(
+        ks, tmp_path, lookup=lookup_in([]), decryptor=SopsDecoder()
+    ).replacements
+    # The decrypted value is in the redaction map, so no output can show it.
+    assert {"s3cr3t-${cluster_name}", "s3cr3t-prod"} <= replacements.keys()
     assert db["metadata"]["namespace"] == "prod"  # changed by the build: MAC not checked
     assert db["stringData"]["password"] == "s3cr3t-prod"
 
@@ -264,8 +273,10 @@ def test_secret_substitute_source_is_base64_decoded(tmp_path: Path) -> None:
     ks = kustomization(
         {"path": "./apps", "postBuild": {"substituteFrom": [{"kind": "Secret", "name": "vars"}]}}
     )
-    built = fks.build(ks, tmp_path, lookup=lookup_in([secret]))
-    assert by_name(built, "app")["data"]["cluster"] == "from-secret"
+    result = fks.build(ks, tmp_path, lookup=lookup_in([secret]))
+    assert by_name(list(result.objects), "app")["data"]["cluster"] == "from-secret"
+    # Substitution copied a Secret's value into a ConfigMap: it is redacted like the Secret.
+    assert "from-secret" in result.replacements
 
 
 def test_helmreleases_are_handed_on(tmp_path: Path) -> None:
@@ -279,6 +290,6 @@ def test_helmreleases_are_handed_on(tmp_path: Path) -> None:
     ks = kustomization(
         {"path": "./apps", "postBuild": {"substitute": {"replicas": "2", "cluster_name": "c"}}}
     )
-    releases = fks.helmreleases_in(fks.build(ks, tmp_path, lookup=lookup_in([])))
+    releases = fks.helmreleases_in(build(ks, tmp_path, lookup=lookup_in([])))
     assert [r["metadata"]["name"] for r in releases] == ["podinfo"]
     assert releases[0]["spec"]["values"]["replicas"] == 2  # substituted text, then typed YAML

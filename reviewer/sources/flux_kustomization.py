@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from reviewer import kustomize, yamlio
 from reviewer.errors import ConfigError
+from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
 
 API_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -120,6 +121,24 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
     )
 
 
+@dataclass(frozen=True)
+class Built:
+    """A Kustomization's objects, and {secret: redacted} for the secrets they were built with."""
+
+    objects: tuple[dict[str, Any], ...]
+    replacements: Mapping[str, str] = field(default_factory=dict)
+    """Decrypted SOPS Secrets' values and Secret-sourced variables, which substitution may
+    have copied into any object (a ConfigMap, a HelmRelease's values)."""
+
+
+@dataclass(frozen=True)
+class Variables:
+    """Substitution variables, and which values came from Secrets."""
+
+    values: Mapping[str, str]
+    secret_values: tuple[str, ...] = ()
+
+
 def build(
     kustomization: FluxKustomization,
     root: Path,
@@ -128,7 +147,7 @@ def build(
     decryptor: ObjectDecryptor | None = None,
     strict: bool = True,
     kubectl: Path | None = None,
-) -> list[dict[str, Any]]:
+) -> Built:
     """The objects `kustomization` applies, built from the repository at `root`."""
     directory = root / kustomization.path
     text = kustomize.build_flux(
@@ -138,29 +157,36 @@ def build(
     variables = (
         load_variables(kustomization, lookup, decryptor)
         if kustomization.post_build is not None
-        else {}
+        else Variables({})
     )
+    secrets = list(variables.secret_values)
     built = []
     for document in objects:
-        document = _decrypted(kustomization, document, decryptor)
+        decrypted = _decrypted(kustomization, document, decryptor)
+        result = decrypted
         if kustomization.post_build is not None:
-            document = substitute(
-                document,
-                variables,
+            result = substitute(
+                decrypted,
+                variables.values,
                 always=kustomization.post_build.always,
                 strict=strict,
                 source=kustomization.source,
             )
-        built.append(with_metadata(kustomization, document))
-    return built
+        if decrypted is not document:
+            # Both forms: the decrypted value, and the one substitution made of it.
+            secrets.extend([*_secret_texts(decrypted), *_secret_texts(result)])
+        built.append(with_metadata(kustomization, result))
+    unique = sorted({text for text in secrets if text})
+    return Built(tuple(built), replacement_map(unique, redact_tree(unique)))
 
 
 def load_variables(
     kustomization: FluxKustomization, lookup: ObjectLookup, decryptor: ObjectDecryptor | None
-) -> dict[str, str]:
+) -> Variables:
     """The substitution variables: `substituteFrom` in order, then inline `substitute`."""
     post_build = kustomization.post_build or PostBuild()
     variables: dict[str, str] = {}
+    secret_values: list[str] = []
     for index, reference in enumerate(post_build.substitute_from):
         where = f"spec.postBuild.substituteFrom[{index}]"
         found = lookup(reference.kind, kustomization.namespace, reference.name)
@@ -176,9 +202,11 @@ def load_variables(
             )
         for key, value in _data(reference.kind, found, decryptor, kustomization, where).items():
             variables[key] = value.replace("\n", "")
+            if reference.kind == "Secret":
+                secret_values.append(variables[key])
     for key, value in post_build.substitute.items():
         variables[key] = value.replace("\n", "")
-    return variables
+    return Variables(variables, tuple(secret_values))
 
 
 def substitute(
@@ -272,6 +300,17 @@ def _decrypted(
     if decryptor is None:
         raise ConfigError(kustomization.source, f"Secret/{name}: no SOPS decryptor available")
     return decryptor.decrypt_object(document, source=f"{kustomization.source} Secret/{name}")
+
+
+def _secret_texts(secret: Mapping[str, Any]) -> list[str]:
+    texts = [str(value) for value in (secret.get("stringData") or {}).values()]
+    for value in (secret.get("data") or {}).values():
+        texts.append(str(value))
+        try:
+            texts.append(base64.b64decode(str(value), validate=True).decode("utf-8"))
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+    return texts
 
 
 def _data(
