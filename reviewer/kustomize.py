@@ -286,6 +286,10 @@ class _Walker:
             )
         if target.is_file():
             self.loaded.add(target)
+            # Also under the name the kustomization uses, which may be a symlink.
+            named = Path(os.path.normpath(base / entry))
+            if named.is_relative_to(self.root):
+                self.loaded.add(named)
         return target
 
 
@@ -669,6 +673,6 @@ def merge_images(
 
 def _copy_loaded(root: Path, loaded: set[Path], mirror: Path) -> None:
     for path in sorted(loaded):
-        copy = mirror / Path(os.path.realpath(path)).relative_to(root)
+        copy = mirror / Path(os.path.abspath(path)).relative_to(root)
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, copy)

@@ -293,3 +293,18 @@ def test_helmreleases_are_handed_on(tmp_path: Path) -> None:
     releases = fks.helmreleases_in(build(ks, tmp_path, lookup=lookup_in([])))
     assert [r["metadata"]["name"] for r in releases] == ["podinfo"]
     assert releases[0]["spec"]["values"]["replicas"] == 2  # substituted text, then typed YAML
+
+
+def test_a_symlink_inside_the_tree_is_built_as_kustomize_reads_it(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "apps/real/app.yaml": APP,
+            "apps/kustomization.yaml": {"resources": ["link.yaml"]},
+        },
+    )
+    (tmp_path / "apps/link.yaml").symlink_to("real/app.yaml")
+    built = build(
+        kustomization({"path": "./apps", "namePrefix": "p-"}), tmp_path, lookup=lookup_in([])
+    )
+    assert [o["metadata"]["name"] for o in built] == ["p-app"]
