@@ -77,7 +77,9 @@ class Overlay:
     """Fields set on top of a kustomization, as a Flux Kustomization's spec sets them.
 
     Applied by a generated kustomization that has the built directory as its only
-    resource, so `patches` target the names the directory produces.
+    resource, so `patches` target the names the directory produces. This layering
+    is not what kustomize-controller does (it writes the fields into the
+    directory's own kustomization, see `build_flux`); Flux Kustomizations use that.
     """
 
     namespace: str | None = None

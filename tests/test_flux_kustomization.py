@@ -308,3 +308,36 @@ def test_a_symlink_inside_the_tree_is_built_as_kustomize_reads_it(tmp_path: Path
         kustomization({"path": "./apps", "namePrefix": "p-"}), tmp_path, lookup=lookup_in([])
     )
     assert [o["metadata"]["name"] for o in built] == ["p-app"]
+
+
+def flux_document(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": "flux-system"},
+        "spec": {"sourceRef": {"kind": "GitRepository", "name": "flux-system"}, **spec},
+    }
+
+
+def test_kustomizations_built_by_a_kustomization_are_built_in_turn(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "clusters/prod/flux-system/sync.yaml": flux_document(
+                "flux-system",
+                {"path": "./clusters/prod", "postBuild": {"substitute": {"cluster": "prod"}}},
+            ),
+            # Built by flux-system: its substitute value comes from the parent's substitution.
+            "clusters/prod/apps.yaml": flux_document(
+                "apps",
+                {"path": "./apps", "postBuild": {"substitute": {"cluster_name": "${cluster}"}}},
+            ),
+            "clusters/prod/vars.yaml": config_map("vars", {"region": "eu-1"}),
+            "apps/app.yaml": APP,
+        },
+    )
+    results = fks.build_all(tmp_path, ["clusters", "apps"])
+    assert [r.kustomization.name for r in results] == ["flux-system", "apps"]
+    apps = results[1]
+    assert apps.kustomization.source == "clusters/prod/flux-system/sync.yaml (./clusters/prod)"
+    assert by_name(list(apps.built.objects), "app")["data"]["cluster"] == "prod"

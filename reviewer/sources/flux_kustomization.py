@@ -419,3 +419,117 @@ def _string(value: Any, source: str, where: str, *, required: bool = False) -> A
     if not isinstance(value, str) or (required and not value):
         raise ConfigError(source, "must be a non-empty string", field=where)
     return value
+
+
+# --- every Kustomization of a source -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    """One Kustomization and what it built."""
+
+    kustomization: FluxKustomization
+    built: Built
+
+
+def find_in_files(root: Path, paths: Sequence[str]) -> list[FluxKustomization]:
+    """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs skipped)."""
+    found = []
+    for source, document in _documents_below(root, paths):
+        if is_kustomization(document):
+            found.append(decode(document, source=source))
+    return found
+
+
+def repository_lookup(root: Path, paths: Sequence[str]) -> ObjectLookup:
+    """ConfigMaps and Secrets in the YAML files below `paths`, for `substituteFrom`."""
+    objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for _, document in _documents_below(root, paths):
+        if document.get("apiVersion") == "v1" and document.get("kind") in ("ConfigMap", "Secret"):
+            metadata = document.get("metadata") or {}
+            key = (document["kind"], metadata.get("namespace") or "default", metadata.get("name"))
+            objects.setdefault((str(key[0]), str(key[1]), str(key[2])), document)
+
+    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return objects.get((kind, namespace, name))
+
+    return lookup
+
+
+def build_all(
+    root: Path,
+    paths: Sequence[str],
+    *,
+    decryptor: ObjectDecryptor | None = None,
+    strict: bool = True,
+    kubectl: Path | None = None,
+) -> list[Result]:
+    """Every Kustomization below `paths` and every one their builds produce, each built once.
+
+    A Kustomization a build produces replaces a not yet built copy read from a file
+    (the built one carries its parent's substitutions), as the cluster applies it.
+    """
+    lookup = repository_lookup(root, paths)
+    in_files = find_in_files(root, paths)
+    # Roots first: a Kustomization whose file another one builds is applied as built.
+    queue = {(k.namespace, k.name): k for k in _roots(in_files)}
+    done: dict[tuple[str, str], Result] = {}
+    while queue:
+        identity, kustomization = next(iter(queue.items()))
+        del queue[identity]
+        built = build(
+            kustomization, root, lookup=lookup, decryptor=decryptor, strict=strict, kubectl=kubectl
+        )
+        done[identity] = Result(kustomization, built)
+        for document in built.objects:
+            if is_kustomization(document):
+                child = decode(document, source=f"{kustomization.source} ({kustomization.path})")
+                if (child.namespace, child.name) not in done:
+                    queue[(child.namespace, child.name)] = child
+        if not queue:
+            # Kustomizations in files that no build produced are built as written.
+            queue = {
+                (k.namespace, k.name): k for k in in_files if (k.namespace, k.name) not in done
+            }
+    return list(done.values())
+
+
+def _roots(found: Sequence[FluxKustomization]) -> list[FluxKustomization]:
+    def built_by_another(kustomization: FluxKustomization) -> bool:
+        return any(
+            other is not kustomization and _under(kustomization.source, other.path)
+            for other in found
+        )
+
+    return [k for k in found if not built_by_another(k)] or list(found)
+
+
+def _under(file: str, path: str) -> bool:
+    directory = path.removeprefix("./").strip("/")
+    return not directory or directory == "." or file.startswith(f"{directory}/")
+
+
+def _documents_below(root: Path, paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        for file in _yaml_files(root, root / path):
+            source = file.relative_to(root).as_posix()
+            text = yamlio.read_text(file, source=source)
+            found.extend(
+                (source, document) for document in yamlio.load_documents(text, source=source)
+            )
+    return found
+
+
+def _yaml_files(root: Path, directory: Path) -> list[Path]:
+    if (directory / "Chart.yaml").is_file():
+        return []
+    files = []
+    for child in sorted(directory.iterdir(), key=lambda path: path.name):
+        if child.name.startswith(".") or child.is_symlink():
+            continue
+        if child.is_dir():
+            files.extend(_yaml_files(root, child))
+        elif child.suffix in (".yaml", ".yml"):
+            files.append(child)
+    return files
