@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chartrepo import ChartRepository, write_chart
+from chartrepo import ChartRepository, package, write_chart
+from registry import Registry
 
 from reviewer import yamlio
 from reviewer.charts.credentials import Credentials
@@ -94,6 +95,26 @@ spec:
     url: {{ .Values.url }}
 """
 
+OCI_BOOTSTRAP = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: middle
+spec:
+  url: {{ .Values.oci }}/charts/middle
+  ref: {tag: 1.0.0}
+  layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: middle
+spec:
+  chartRef: {kind: OCIRepository, name: middle}
+  values:
+    greeting: {{ .Values.greeting }}
+"""
+
 GIT_REPOSITORY = {
     "apiVersion": "source.toolkit.fluxcd.io/v1",
     "kind": "GitRepository",
@@ -134,6 +155,12 @@ class Renderer:
         self.rendered: list[str] = []
 
     def chart(self, release: Mapping[str, Any], output: Sequence[Mapping[str, Any]]) -> Path:
+        if "chartRef" in release["spec"]:
+            name = release["spec"]["chartRef"]["name"]
+            source = next(d for d in output if d["metadata"]["name"] == name)
+            url = source["spec"]["url"]
+            ref = ChartRef(ref=url, repository=url)
+            return self.fetcher.fetch(ref, source["spec"]["ref"]["tag"], root=self.root)
         spec = release["spec"]["chart"]["spec"]
         reference = spec["sourceRef"]
         if reference["kind"] == "GitRepository":
@@ -221,3 +248,33 @@ def test_expansion_beyond_the_depth_limit_names_the_chain(
         " -> apps/loop-again-again-again"
     ) in str(caught.value)
     assert renderer.rendered == ["loop-again", "loop-again-again"]
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    work = tmp_path_factory.mktemp("nested-oci")
+    with Registry(work / "registry") as server:
+        middle = {"templates/repo.yaml": HELM_REPOSITORY, "templates/hr.yaml": MIDDLE}
+        server.push(package(write_chart(work / "src", "middle", "1.0.0", middle), work / "pkg"))
+        yield server
+
+
+def test_chart_ref_to_an_oci_repository_in_the_same_output(
+    charts: ChartRepository, registry: Registry, tmp_path: Path
+) -> None:
+    write_chart(tmp_path / "repo/charts", "leaf", "1.0.0", {"templates/cm.yaml": LEAF})
+    bootstrap = write_chart(
+        tmp_path / "src", "oci-bootstrap", "1.0.0", {"templates/all.yaml": OCI_BOOTSTRAP}
+    )
+    renderer = Renderer(tmp_path / "repo", tmp_path / "cache")
+    values = {"oci": registry.url, "url": charts.url, "greeting": "hi"}
+    output = render(renderer.engine, bootstrap, values, "bootstrap", "apps")
+
+    inner = nested.expand(
+        "apps/bootstrap", output, renderer, namespace="apps", repository=repository_lookup
+    )
+
+    (middle,) = inner
+    (leaf,) = middle.children
+    assert leaf.chain == ("apps/bootstrap", "apps/middle", "leaves/leaf")
+    assert leaf.objects[0]["data"] == {"greeting": "hi"}
