@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -233,12 +234,38 @@ class SopsDecoder:
             self._plain[digest] = self._run(path, source, digest)
         return copy.deepcopy(self._plain[digest])
 
-    def _run(self, path: Path, source: str, digest: str) -> dict[str, Any]:
+    def decrypt_object(self, document: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+        """A SOPS-encrypted object taken from a build output, decrypted as Flux does.
+
+        kustomize-controller does not check the MAC (a build may have added a
+        namespace or a prefix, which changes it), so neither is it checked here.
+        """
+        text = json.dumps(document, sort_keys=True)
+        digest = "object:" + hashlib.sha256(text.encode()).hexdigest()
+        if digest not in self._plain:
+            with tempfile.TemporaryDirectory(prefix="reviewer-sops-") as scratch:
+                path = Path(scratch) / "object.json"
+                path.write_text(text, encoding="utf-8")
+                self._plain[digest] = self._run(path, source, digest, input_type="json")
+        return copy.deepcopy(self._plain[digest])
+
+    def _run(
+        self, path: Path, source: str, digest: str, *, input_type: str = "yaml"
+    ) -> dict[str, Any]:
         if self._binary is None:
             self._binary = find_sops()
+        # Only objects from a build (input_type json) skip the MAC check, as Flux does.
+        flags = ("--ignore-mac",) if input_type == "json" else ()
         command = proc.Command(
             proc.argv(
-                self._binary, "--decrypt", "--input-type", "yaml", "--output-type", "json", path
+                self._binary,
+                "--decrypt",
+                *flags,
+                "--input-type",
+                input_type,
+                "--output-type",
+                "json",
+                path,
             ),
             ok_codes=tuple(range(256)),  # every exit code is classified here
         )

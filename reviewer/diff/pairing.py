@@ -203,3 +203,24 @@ def _matcher(a: Sequence[str], b: Sequence[str]) -> difflib.SequenceMatcher[str]
     # autojunk would treat frequent lines or characters as noise in longer inputs
     # and understate how alike two manifests are.
     return difflib.SequenceMatcher(None, a, b, autojunk=False)
+
+
+def find_release_moves(
+    old_ids: Iterable[ReleaseId], new_ids: Iterable[ReleaseId]
+) -> list[tuple[ReleaseId, ReleaseId]]:
+    """Releases on one side only that differ only in their group (a Kraan layer): moves.
+
+    Each pairs at most once, in release order, so a release that leaves one
+    layer and arrives in another is reported as a move rather than a deletion
+    and an addition.
+    """
+    old, new = set(old_ids), set(new_ids)
+    arriving: dict[tuple[str, str], list[ReleaseId]] = {}
+    for release_id in sorted(new - old):
+        arriving.setdefault((release_id.cluster, release_id.release), []).append(release_id)
+    moves = []
+    for release_id in sorted(old - new):
+        candidates = arriving.get((release_id.cluster, release_id.release))
+        if candidates:
+            moves.append((release_id, candidates.pop(0)))
+    return moves

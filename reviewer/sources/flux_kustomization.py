@@ -1,0 +1,535 @@
+"""Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1), built as kustomize-controller builds them.
+
+The order is the controller's: kustomize build of `spec.path` with the spec's
+fields written into the kustomization (`kustomize.build_flux`), then per object
+SOPS decryption (when `spec.decryption` is set) and post-build substitution,
+then the owner labels `kustomize.toolkit.fluxcd.io/name|namespace` and last
+`commonMetadata`. Substitution variables come from `substituteFrom` in order
+(later wins; ConfigMaps and Secrets found in the repository by the caller's
+lookup) and then the inline `substitute`; newlines are dropped from values.
+Strict substitution is the default, as in kustomize-controller 1.9.
+
+The HelmReleases a Kustomization produces are handed on with `helmreleases_in`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from reviewer import kustomize, yamlio
+from reviewer.errors import ConfigError
+from reviewer.redact import redact_tree, replacement_map
+from reviewer.sources.envsubst import SubstitutionError, expand
+
+API_GROUP = "kustomize.toolkit.fluxcd.io"
+SUBSTITUTE_KEY = f"{API_GROUP}/substitute"
+DECRYPT_KEY = f"{API_GROUP}/decrypt"
+OWNER_NAME_LABEL = f"{API_GROUP}/name"
+OWNER_NAMESPACE_LABEL = f"{API_GROUP}/namespace"
+HELMRELEASE_GROUP = "helm.toolkit.fluxcd.io"
+_VARIABLE_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")
+_STRATEGIES = ("WithVariables", "Always")
+
+# (kind, namespace, name) -> the ConfigMap or Secret found in the repository, or None.
+ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
+
+
+class ObjectDecryptor(Protocol):
+    """Decrypts a SOPS-encrypted object (satisfied by `sops.SopsDecoder`)."""
+
+    def decrypt_object(self, document: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+        """The object with its values decrypted."""
+        ...
+
+
+@dataclass(frozen=True)
+class SubstituteReference:
+    """One `spec.postBuild.substituteFrom` entry."""
+
+    kind: str
+    name: str
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class PostBuild:
+    """`spec.postBuild`: inline variables, their sources, and the strategy."""
+
+    substitute: Mapping[str, str] = field(default_factory=dict)
+    substitute_from: tuple[SubstituteReference, ...] = ()
+    always: bool = False
+
+
+@dataclass(frozen=True)
+class FluxKustomization:
+    """A decoded Flux Kustomization and the file that declares it."""
+
+    name: str
+    namespace: str
+    source: str
+    path: str
+    fields: kustomize.FluxFields
+    post_build: PostBuild | None = None
+    decryption: bool = False
+    common_labels: Mapping[str, str] = field(default_factory=dict)
+    common_annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+def is_kustomization(document: Mapping[str, Any]) -> bool:
+    """Whether `document` is a Flux Kustomization (not a kustomize kustomization file)."""
+    api_version = str(document.get("apiVersion", ""))
+    return document.get("kind") == "Kustomization" and api_version.startswith(f"{API_GROUP}/")
+
+
+def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
+    """A Flux Kustomization from its document; errors name `source` and the field."""
+    metadata = _mapping(document.get("metadata"), source, "metadata")
+    spec = _mapping(document.get("spec"), source, "spec")
+    name = _string(metadata.get("name"), source, "metadata.name", required=True)
+    path = _string(spec.get("path"), source, "spec.path") or "./"
+    fields = kustomize.FluxFields(
+        target_namespace=_string(spec.get("targetNamespace"), source, "spec.targetNamespace"),
+        name_prefix=_string(spec.get("namePrefix"), source, "spec.namePrefix"),
+        name_suffix=_string(spec.get("nameSuffix"), source, "spec.nameSuffix"),
+        patches=tuple(_patches(spec.get("patches"), source)),
+        images=tuple(_mappings(spec.get("images"), source, "spec.images")),
+        components=tuple(
+            _string(entry, source, f"spec.components[{index}]", required=True)
+            for index, entry in enumerate(_list(spec.get("components"), source, "spec.components"))
+        ),
+        ignore_missing_components=bool(spec.get("ignoreMissingComponents", False)),
+    )
+    common = _mapping(spec.get("commonMetadata"), source, "spec.commonMetadata")
+    return FluxKustomization(
+        name=name,
+        namespace=_string(metadata.get("namespace"), source, "metadata.namespace") or "default",
+        source=source,
+        path=path,
+        fields=fields,
+        post_build=_post_build(spec.get("postBuild"), source),
+        decryption=spec.get("decryption") is not None,
+        common_labels=_strings(common.get("labels"), source, "spec.commonMetadata.labels"),
+        common_annotations=_strings(
+            common.get("annotations"), source, "spec.commonMetadata.annotations"
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Built:
+    """A Kustomization's objects, and {secret: redacted} for the secrets they were built with."""
+
+    objects: tuple[dict[str, Any], ...]
+    replacements: Mapping[str, str] = field(default_factory=dict)
+    """Decrypted SOPS Secrets' values and Secret-sourced variables, which substitution may
+    have copied into any object (a ConfigMap, a HelmRelease's values)."""
+
+
+@dataclass(frozen=True)
+class Variables:
+    """Substitution variables, and which values came from Secrets."""
+
+    values: Mapping[str, str]
+    secret_values: tuple[str, ...] = ()
+
+
+def build(
+    kustomization: FluxKustomization,
+    root: Path,
+    *,
+    lookup: ObjectLookup,
+    decryptor: ObjectDecryptor | None = None,
+    strict: bool = True,
+    kubectl: Path | None = None,
+) -> Built:
+    """The objects `kustomization` applies, built from the repository at `root`."""
+    directory = root / kustomization.path
+    text = kustomize.build_flux(
+        root, directory, kustomization.fields, source=kustomization.source, kubectl=kubectl
+    )
+    objects = yamlio.load_documents(text, source=f"{kustomization.source} (build)", cache=False)
+    variables = (
+        load_variables(kustomization, lookup, decryptor)
+        if kustomization.post_build is not None
+        else Variables({})
+    )
+    secrets = list(variables.secret_values)
+    built = []
+    for document in objects:
+        decrypted = _decrypted(kustomization, document, decryptor)
+        result = decrypted
+        if kustomization.post_build is not None:
+            result = substitute(
+                decrypted,
+                variables.values,
+                always=kustomization.post_build.always,
+                strict=strict,
+                source=kustomization.source,
+            )
+        if decrypted is not document:
+            # Both forms: the decrypted value, and the one substitution made of it.
+            secrets.extend([*_secret_texts(decrypted), *_secret_texts(result)])
+        built.append(with_metadata(kustomization, result))
+    unique = sorted({text for text in secrets if text})
+    return Built(tuple(built), replacement_map(unique, redact_tree(unique)))
+
+
+def load_variables(
+    kustomization: FluxKustomization, lookup: ObjectLookup, decryptor: ObjectDecryptor | None
+) -> Variables:
+    """The substitution variables: `substituteFrom` in order, then inline `substitute`."""
+    post_build = kustomization.post_build or PostBuild()
+    variables: dict[str, str] = {}
+    secret_values: list[str] = []
+    for index, reference in enumerate(post_build.substitute_from):
+        where = f"spec.postBuild.substituteFrom[{index}]"
+        found = lookup(reference.kind, kustomization.namespace, reference.name)
+        if found is None:
+            if reference.optional:
+                continue
+            raise ConfigError(
+                kustomization.source,
+                f"{reference.kind} {kustomization.namespace}/{reference.name} "
+                "is not in the repository",
+                field=where,
+                hint="add it under the source's paths, or mark the reference optional: true",
+            )
+        for key, value in _data(reference.kind, found, decryptor, kustomization, where).items():
+            variables[key] = value.replace("\n", "")
+            if reference.kind == "Secret":
+                secret_values.append(variables[key])
+    for key, value in post_build.substitute.items():
+        variables[key] = value.replace("\n", "")
+    return Variables(variables, tuple(secret_values))
+
+
+def substitute(
+    document: dict[str, Any],
+    variables: Mapping[str, str],
+    *,
+    always: bool,
+    strict: bool,
+    source: str,
+) -> dict[str, Any]:
+    """One built object after post-build substitution (on its YAML text, as Flux does)."""
+    metadata = document.get("metadata") or {}
+    if (metadata.get("labels") or {}).get(SUBSTITUTE_KEY) == "disabled":
+        return document
+    if (metadata.get("annotations") or {}).get(SUBSTITUTE_KEY) == "disabled":
+        return document
+    if not variables and not always:
+        return document
+    what = f"{document.get('kind')}/{metadata.get('name')}"
+    for name in variables:
+        if not _VARIABLE_NAME.match(name):
+            raise ConfigError(
+                source,
+                f"post build failed for {what}: a variable name is invalid, "
+                f"must match '{_VARIABLE_NAME.pattern}'",
+                field="spec.postBuild",
+            )
+    try:
+        text = expand(yamlio.dump(document), variables, strict=strict)
+    except SubstitutionError as error:
+        raise ConfigError(
+            source, f"post build failed for {what}: {error.message}", field="spec.postBuild"
+        ) from None
+    return yamlio.load_mapping(text, source=f"{source} ({what} after substitution)")
+
+
+def with_metadata(kustomization: FluxKustomization, document: dict[str, Any]) -> dict[str, Any]:
+    """The owner labels, then `commonMetadata` (which wins on a shared key), as at apply."""
+    metadata = dict(document.get("metadata") or {})
+    labels = {
+        **(metadata.get("labels") or {}),
+        OWNER_NAME_LABEL: kustomization.name,
+        OWNER_NAMESPACE_LABEL: kustomization.namespace,
+        **kustomization.common_labels,
+    }
+    metadata["labels"] = labels
+    if kustomization.common_annotations:
+        metadata["annotations"] = {
+            **(metadata.get("annotations") or {}),
+            **kustomization.common_annotations,
+        }
+    return {**document, "metadata": metadata}
+
+
+def helmreleases_in(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The HelmReleases among built objects: the boundary to the HelmRelease half of `flux`."""
+    return [
+        document
+        for document in objects
+        if document.get("kind") == "HelmRelease"
+        and str(document.get("apiVersion", "")).startswith(f"{HELMRELEASE_GROUP}/")
+    ]
+
+
+def is_encrypted_secret(document: Mapping[str, Any]) -> bool:
+    """A Secret with a top-level `sops` field, as kustomize-controller recognises one."""
+    return (
+        document.get("kind") == "Secret"
+        and document.get("apiVersion") == "v1"
+        and "sops" in document
+    )
+
+
+def _decrypted(
+    kustomization: FluxKustomization,
+    document: dict[str, Any],
+    decryptor: ObjectDecryptor | None,
+) -> dict[str, Any]:
+    if not is_encrypted_secret(document):
+        return document
+    annotations = (document.get("metadata") or {}).get("annotations") or {}
+    if str(annotations.get(DECRYPT_KEY, "")).lower() == "disabled":
+        return document
+    name = (document.get("metadata") or {}).get("name")
+    if not kustomization.decryption:
+        raise ConfigError(
+            kustomization.source,
+            f"Secret/{name} is SOPS encrypted, configuring decryption is required",
+            field="spec.decryption",
+        )
+    if decryptor is None:
+        raise ConfigError(kustomization.source, f"Secret/{name}: no SOPS decryptor available")
+    return decryptor.decrypt_object(document, source=f"{kustomization.source} Secret/{name}")
+
+
+def _secret_texts(secret: Mapping[str, Any]) -> list[str]:
+    texts = [str(value) for value in (secret.get("stringData") or {}).values()]
+    for value in (secret.get("data") or {}).values():
+        texts.append(str(value))
+        try:
+            texts.append(base64.b64decode(str(value), validate=True).decode("utf-8"))
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+    return texts
+
+
+def _data(
+    kind: str,
+    found: Mapping[str, Any],
+    decryptor: ObjectDecryptor | None,
+    kustomization: FluxKustomization,
+    where: str,
+) -> dict[str, str]:
+    if kind == "ConfigMap":
+        return {str(key): str(value) for key, value in (found.get("data") or {}).items()}
+    if is_encrypted_secret(found):
+        if decryptor is None:
+            raise ConfigError(kustomization.source, "no SOPS decryptor available", field=where)
+        found = decryptor.decrypt_object(found, source=f"{kustomization.source} {where}")
+    values: dict[str, str] = {}
+    for key, value in (found.get("data") or {}).items():
+        try:
+            values[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise ConfigError(
+                kustomization.source, f"Secret key '{key}' is not base64 text", field=where
+            ) from None
+    # The API server merges stringData into data.
+    values.update({str(key): str(value) for key, value in (found.get("stringData") or {}).items()})
+    return values
+
+
+# --- decoding helpers ------------------------------------------------------------------------
+
+
+def _post_build(value: Any, source: str) -> PostBuild | None:
+    if value is None:
+        return None
+    post_build = _mapping(value, source, "spec.postBuild")
+    strategy = post_build.get("substituteStrategy", "WithVariables")
+    if strategy not in _STRATEGIES:
+        raise ConfigError(
+            source,
+            f"must be one of {', '.join(_STRATEGIES)}",
+            field="spec.postBuild.substituteStrategy",
+        )
+    references = []
+    field_name = "spec.postBuild.substituteFrom"
+    for index, entry in enumerate(_mappings(post_build.get("substituteFrom"), source, field_name)):
+        where = f"{field_name}[{index}]"
+        kind = entry.get("kind")
+        if kind not in ("ConfigMap", "Secret"):
+            raise ConfigError(source, "kind must be ConfigMap or Secret", field=f"{where}.kind")
+        references.append(
+            SubstituteReference(
+                kind=kind,
+                name=_string(entry.get("name"), source, f"{where}.name", required=True),
+                optional=bool(entry.get("optional", False)),
+            )
+        )
+    return PostBuild(
+        substitute=_strings(post_build.get("substitute"), source, "spec.postBuild.substitute"),
+        substitute_from=tuple(references),
+        always=strategy == "Always",
+    )
+
+
+def _patches(value: Any, source: str) -> list[Mapping[str, Any]]:
+    patches = _mappings(value, source, "spec.patches")
+    for index, patch in enumerate(patches):
+        if not isinstance(patch.get("patch"), str):
+            raise ConfigError(source, "must hold an inline patch", field=f"spec.patches[{index}]")
+    return patches
+
+
+def _mapping(value: Any, source: str, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(source, "must be a mapping", field=where)
+    return value
+
+
+def _list(value: Any, source: str, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(source, "must be a list", field=where)
+    return value
+
+
+def _mappings(value: Any, source: str, where: str) -> list[Mapping[str, Any]]:
+    entries = _list(value, source, where)
+    for index, entry in enumerate(entries):
+        _mapping(entry, source, f"{where}[{index}]")
+    return entries
+
+
+def _strings(value: Any, source: str, where: str) -> dict[str, str]:
+    mapping = _mapping(value, source, where)
+    for key, entry in mapping.items():
+        if not isinstance(entry, str):
+            raise ConfigError(source, "values must be strings", field=f"{where}.{key}")
+    return {str(key): entry for key, entry in mapping.items()}
+
+
+def _string(value: Any, source: str, where: str, *, required: bool = False) -> Any:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise ConfigError(source, "must be a non-empty string", field=where)
+    return value
+
+
+# --- every Kustomization of a source -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    """One Kustomization and what it built."""
+
+    kustomization: FluxKustomization
+    built: Built
+
+
+def find_in_files(root: Path, paths: Sequence[str]) -> list[FluxKustomization]:
+    """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs skipped)."""
+    found = []
+    for source, document in _documents_below(root, paths):
+        if is_kustomization(document):
+            found.append(decode(document, source=source))
+    return found
+
+
+def repository_lookup(root: Path, paths: Sequence[str]) -> ObjectLookup:
+    """ConfigMaps and Secrets in the YAML files below `paths`, for `substituteFrom`."""
+    objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for _, document in _documents_below(root, paths):
+        if document.get("apiVersion") == "v1" and document.get("kind") in ("ConfigMap", "Secret"):
+            metadata = document.get("metadata") or {}
+            key = (document["kind"], metadata.get("namespace") or "default", metadata.get("name"))
+            objects.setdefault((str(key[0]), str(key[1]), str(key[2])), document)
+
+    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return objects.get((kind, namespace, name))
+
+    return lookup
+
+
+def build_all(
+    root: Path,
+    paths: Sequence[str],
+    *,
+    decryptor: ObjectDecryptor | None = None,
+    strict: bool = True,
+    kubectl: Path | None = None,
+) -> list[Result]:
+    """Every Kustomization below `paths` and every one their builds produce, each built once.
+
+    A Kustomization a build produces replaces a not yet built copy read from a file
+    (the built one carries its parent's substitutions), as the cluster applies it.
+    """
+    lookup = repository_lookup(root, paths)
+    in_files = find_in_files(root, paths)
+    # Roots first: a Kustomization whose file another one builds is applied as built.
+    queue = {(k.namespace, k.name): k for k in _roots(in_files)}
+    done: dict[tuple[str, str], Result] = {}
+    while queue:
+        identity, kustomization = next(iter(queue.items()))
+        del queue[identity]
+        built = build(
+            kustomization, root, lookup=lookup, decryptor=decryptor, strict=strict, kubectl=kubectl
+        )
+        done[identity] = Result(kustomization, built)
+        for document in built.objects:
+            if is_kustomization(document):
+                child = decode(document, source=f"{kustomization.source} ({kustomization.path})")
+                if (child.namespace, child.name) not in done:
+                    queue[(child.namespace, child.name)] = child
+        if not queue:
+            # Kustomizations in files that no build produced are built as written.
+            queue = {
+                (k.namespace, k.name): k for k in in_files if (k.namespace, k.name) not in done
+            }
+    return list(done.values())
+
+
+def _roots(found: Sequence[FluxKustomization]) -> list[FluxKustomization]:
+    def built_by_another(kustomization: FluxKustomization) -> bool:
+        return any(
+            other is not kustomization and _under(kustomization.source, other.path)
+            for other in found
+        )
+
+    return [k for k in found if not built_by_another(k)] or list(found)
+
+
+def _under(file: str, path: str) -> bool:
+    directory = path.removeprefix("./").strip("/")
+    return not directory or directory == "." or file.startswith(f"{directory}/")
+
+
+def _documents_below(root: Path, paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        for file in _yaml_files(root, root / path):
+            source = file.relative_to(root).as_posix()
+            text = yamlio.read_text(file, source=source)
+            found.extend(
+                (source, document) for document in yamlio.load_documents(text, source=source)
+            )
+    return found
+
+
+def _yaml_files(root: Path, directory: Path) -> list[Path]:
+    if (directory / "Chart.yaml").is_file():
+        return []
+    files = []
+    for child in sorted(directory.iterdir(), key=lambda path: path.name):
+        if child.name.startswith(".") or child.is_symlink():
+            continue
+        if child.is_dir():
+            files.extend(_yaml_files(root, child))
+        elif child.suffix in (".yaml", ".yml"):
+            files.append(child)
+    return files
