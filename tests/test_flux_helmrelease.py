@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agekeys import AgeIdentity, encrypt
 from chartrepo import ChartRepository, package
 from conftest import Repo
 from flux_repo import (
@@ -28,6 +29,10 @@ from reviewer import yamlio
 from reviewer.helmreleases import names, strvals
 from reviewer.helmreleases.planner import CRD_INSTALL_LABEL, CRD_UPGRADE_LABEL
 from reviewer.model import ReleaseId
+from reviewer.redact import Redactor, replacement_map
+from reviewer.sops import STRING_PLACEHOLDER, KeylessMode, SopsDecoder
+from reviewer.redact import Redactor, replacement_map
+from reviewer.sops import STRING_PLACEHOLDER, KeylessMode, SopsDecoder
 
 # --- release names ---------------------------------------------------------------------
 
@@ -548,3 +553,99 @@ def test_the_same_helmrelease_twice_names_both_files(flux: Repo) -> None:
         "clusters/b/app.yaml: HelmRelease apps/web is also defined in clusters/a/app.yaml"
         in messages
     )
+
+
+# --- SOPS-encrypted Secrets -----------------------------------------------------------
+
+
+@pytest.fixture
+def age_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> AgeIdentity:
+    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE."""
+    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD"):
+        monkeypatch.delenv(name, raising=False)
+    identity = AgeIdentity.generate()
+    monkeypatch.setenv(
+        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
+    )
+    return identity
+
+
+PASSWORD = "hunter2-correct-horse"
+DB_USER = "admin-from-sops"
+
+
+def sops_secret_release(flux: Repo, identity: AgeIdentity, url: str) -> None:
+    """A HelmRelease taking values from a SOPS-encrypted Secret, whole and at a target path."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "apps"},
+        "stringData": {"password": PASSWORD, "values.yaml": f"db:\n  user: {DB_USER}\n"},
+    }
+    (flux.root / "clusters/prod").mkdir(parents=True, exist_ok=True)
+    encrypt(
+        flux.root / "clusters/prod",
+        secret,
+        identity,
+        "--encrypted-regex",
+        "^(data|stringData)$",
+        name="db.sops.yaml",
+    )
+    flux.write("clusters/prod/repo.yaml", helm_repository("charts", url))
+    flux.write(
+        "clusters/prod/app.yaml",
+        helmrelease(
+            "web",
+            chart=chart_spec("app", "charts"),
+            valuesFrom=[
+                {"kind": "Secret", "name": "db"},
+                {
+                    "kind": "Secret",
+                    "name": "db",
+                    "valuesKey": "password",
+                    "targetPath": "db.password",
+                },
+            ],
+            values={"db": {"host": "db.internal"}},
+        ),
+    )
+
+
+def test_sops_secret_values_are_decrypted_and_their_twin_redacted(
+    flux: Repo, charts: ChartRepository, age_key: AgeIdentity
+) -> None:
+    sops_secret_release(flux, age_key, charts.url)
+    decoder = SopsDecoder()
+    real = plan(flux, secrets=decoder, decoder=decoder)
+    twin = plan(flux, secrets=decoder, decoder=decoder, twin=True)
+    assert real.releases[0].values == {
+        "db": {"host": "db.internal", "user": DB_USER, "password": PASSWORD}
+    }
+    shown = twin.releases[0].values
+    assert shown["db"]["host"] == "db.internal"
+    assert PASSWORD not in str(twin.releases[0]) and DB_USER not in str(twin.releases[0])
+    replacements = replacement_map(real.releases[0].values, shown)
+    assert set(replacements) == {PASSWORD, DB_USER}
+    redactor = Redactor(replacements)
+    rendered = [
+        yamlio.dump(redactor.redact_manifest(resource.body))
+        for release in render(flux, real).releases
+        for resource in release.resources
+    ]
+    text = "\n".join(rendered)
+    assert PASSWORD not in text and DB_USER not in text
+    assert replacements[PASSWORD] in text
+
+
+def test_keyless_sops_secrets_render_with_placeholders(
+    flux: Repo, charts: ChartRepository, age_key: AgeIdentity
+) -> None:
+    sops_secret_release(flux, age_key, charts.url)
+    decoder = SopsDecoder(keyless=KeylessMode.ALWAYS)
+    planned = plan(flux, secrets=decoder, decoder=decoder)
+    assert planned.releases[0].values == {
+        "db": {"host": "db.internal", "password": STRING_PLACEHOLDER}
+    }
+    assert decoder.keyless_sources == ["clusters/prod/db.sops.yaml"]
