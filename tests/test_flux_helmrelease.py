@@ -31,8 +31,6 @@ from reviewer.helmreleases.planner import CRD_INSTALL_LABEL, CRD_UPGRADE_LABEL
 from reviewer.model import ReleaseId
 from reviewer.redact import Redactor, replacement_map
 from reviewer.sops import STRING_PLACEHOLDER, KeylessMode, SopsDecoder
-from reviewer.redact import Redactor, replacement_map
-from reviewer.sops import STRING_PLACEHOLDER, KeylessMode, SopsDecoder
 
 # --- release names ---------------------------------------------------------------------
 
