@@ -9,8 +9,9 @@ rendered manifests, before anything is normalised or diffed.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from reviewer.errors import RenderError
 from reviewer.paths import inside
 
 PATCH_FIELDS = ("strategicMergePatches", "jsonPatches", "transformers")
+# A chart's crds/ directory (or a subchart's), as Helm names its files.
+_CRDS_DIR = re.compile(r"^[^/]+(?:/charts/[^/]+)*/crds/")
 
 FileRenderer = Callable[[str, str], str]
 """(text, repo-relative file) → text: renders a `.gotmpl` patch file like the template."""
@@ -33,9 +36,14 @@ class Patches:
     transformers: tuple[Mapping[str, Any], ...] = ()
     files: tuple[str, ...] = ()  # repository files they were read from
     source: str = ""  # the file that declared them, for errors
+    crds: tuple[Mapping[str, Any], ...] | None = None
+    """When set, objects from a chart's crds/ get only these transformers, and objects
+    there that are not CRDs are dropped (Flux's helm-controller applies CRDs itself)."""
 
     def __bool__(self) -> bool:
-        return bool(self.strategic_merge or self.json_patches or self.transformers)
+        return bool(
+            self.strategic_merge or self.json_patches or self.transformers or self.crds is not None
+        )
 
     def then(self, more: Patches) -> Patches:
         """These patches followed by `more` (instance-level entries come after the template's)."""
@@ -133,6 +141,7 @@ def digest_data(patches: Patches) -> dict[str, Any]:
             for p in patches.json_patches
         ],
         "transformers": [dict(config) for config in patches.transformers],
+        "crds": None if patches.crds is None else [dict(config) for config in patches.crds],
     }
 
 
@@ -144,6 +153,8 @@ def apply(rendered: dict[str, str], patches: Patches) -> dict[str, str]:
     """
     if not patches:
         return rendered
+    if patches.crds is not None:
+        return _apply_sparing_crds(rendered, patches, patches.crds)
     origin: dict[tuple[str, str], str] = {}
     documents: list[dict[str, Any]] = []
     for template in sorted(rendered):
@@ -169,6 +180,32 @@ def apply(rendered: dict[str, str], patches: Patches) -> dict[str, str]:
         template = origin.get(_identity(body), "kustomize")
         grouped.setdefault(template, []).append(yamlio.dump(body))
     return {template: "---\n".join(texts) for template, texts in grouped.items()}
+
+
+def _apply_sparing_crds(
+    rendered: dict[str, str], patches: Patches, crds: tuple[Mapping[str, Any], ...]
+) -> dict[str, str]:
+    """Patches on the templates' output; only `crds` on the CRDs of crds/ directories."""
+    templates = {path: text for path, text in rendered.items() if not _CRDS_DIR.match(path)}
+    result = apply(templates, replace(patches, crds=None))
+    definitions = {
+        path: _only_crds(path, text) for path, text in rendered.items() if path not in templates
+    }
+    definitions = {path: text for path, text in definitions.items() if text}
+    if definitions:
+        result.update(apply(definitions, Patches(transformers=crds, source=patches.source)))
+    return result
+
+
+def _only_crds(template: str, text: str) -> str:
+    documents = yamlio.load_documents(text, source=template, cache=False)
+    kept = [
+        yamlio.dump(body)
+        for body in documents
+        if body.get("kind") == "CustomResourceDefinition"
+        and str(body.get("apiVersion", "")).startswith("apiextensions.k8s.io/")
+    ]
+    return "---\n".join(kept)
 
 
 def _identity(body: Mapping[str, Any]) -> tuple[str, str]:

@@ -495,13 +495,23 @@ def test_crds_are_marked_with_the_crd_policy(flux: Repo, charts: ChartRepository
     flux.write("clusters/prod/repo.yaml", helm_repository("charts", charts.url))
     flux.write(
         "clusters/prod/app.yaml",
-        helmrelease("web", chart=chart_spec("app", "charts"), upgrade={"crds": "CreateReplace"}),
+        helmrelease(
+            "web",
+            chart=chart_spec("app", "charts"),
+            upgrade={"crds": "CreateReplace"},
+            commonMetadata={"labels": {"team": "web"}},
+        ),
     )
     snapshot = render(flux, plan(flux))
     [release] = snapshot.releases
     assert release.labels == {CRD_INSTALL_LABEL: "Create", CRD_UPGRADE_LABEL: "CreateReplace"}
     crds = [r for r in release.resources if r.from_crds]
     assert [r.key.name for r in crds] == ["widgets.example.com"]
+    # Not post-rendered (no common labels), but labelled with the origin.
+    assert crds[0].body["metadata"]["labels"] == {
+        "helm.toolkit.fluxcd.io/name": "web",
+        "helm.toolkit.fluxcd.io/namespace": "apps",
+    }
 
 
 # --- errors ---------------------------------------------------------------------------

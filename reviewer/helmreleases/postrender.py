@@ -4,7 +4,8 @@ In order: each `postRenderers[i].kustomize` (its patches with their target
 selectors, then its images), then `commonMetadata` labels and annotations on
 every object, then the `helm.toolkit.fluxcd.io/name|namespace` labels on every
 object (last, so they win over a common label of the same key). The render stage
-runs them through the locked-down kustomize after Helm.
+runs them through the locked-down kustomize after Helm. A chart's crds/ are not
+post-rendered: helm-controller applies them itself with the origin labels only.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def transformers(release: HelmRelease) -> tuple[dict[str, Any], ...]:
 
 
 def patches(release: HelmRelease) -> Patches:
-    """The post-render chain as the `Patches` the render stage applies."""
-    return Patches(transformers=transformers(release), source=release.file)
+    """The post-render chain as the `Patches` the render stage applies; the chart's CRDs
+    get the origin labels only (helm-controller applies them itself, not post-rendered)."""
+    origin = _metadata("LabelTransformer", "labels", origin_labels(release), "origin")
+    return Patches(transformers=transformers(release), source=release.file, crds=(origin,))
 
 
 def _kustomize(renderer: KustomizePostRenderer, index: int) -> list[dict[str, Any]]:
