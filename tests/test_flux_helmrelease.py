@@ -27,10 +27,16 @@ from registry import Registry
 
 from reviewer import yamlio
 from reviewer.helmreleases import names, strvals
-from reviewer.helmreleases.planner import CRD_INSTALL_LABEL, CRD_UPGRADE_LABEL
+from reviewer.helmreleases.planner import (
+    CRD_INSTALL_LABEL,
+    CRD_UPGRADE_LABEL,
+    FluxInputs,
+    plan_helmreleases,
+)
 from reviewer.model import ReleaseId
 from reviewer.redact import Redactor, replacement_map
 from reviewer.sops import STRING_PLACEHOLDER, KeylessMode, SopsDecoder
+from reviewer.values import NoSecrets
 
 # --- release names ---------------------------------------------------------------------
 
@@ -657,3 +663,28 @@ def test_keyless_sops_secrets_render_with_placeholders(
         "db": {"host": "db.internal", "password": STRING_PLACEHOLDER}
     }
     assert decoder.keyless_sources == ["clusters/prod/db.sops.yaml"]
+
+
+def test_helmreleases_from_a_build_are_planned_like_files(flux: Repo) -> None:
+    write_chart_dir(flux.root / "charts" / "app", app_chart_files())
+    git = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "fleet", "namespace": "apps"},
+        "spec": {"url": "https://git.example.invalid/fleet"},
+    }
+    built = yamlio.load_mapping(
+        helmrelease("built", chart=chart_spec("./charts/app", "fleet", kind="GitRepository")),
+        source="test",
+    )
+    planned = plan_helmreleases(
+        FluxInputs(
+            root=flux.root,
+            source="flux",
+            paths=(),
+            secrets=NoSecrets(),
+            documents=(("Kustomization apps/apps", git), ("Kustomization apps/apps", built)),
+        )
+    )
+    assert planned.errors == []
+    assert [(r.id.release, r.chart.local) for r in planned.releases] == [("built", "charts/app")]

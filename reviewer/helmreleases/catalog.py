@@ -50,9 +50,15 @@ class Catalog:
         self._files[ref] = at.file
 
 
-def collect(root: Path, paths: tuple[str, ...], *, namespace: str) -> Catalog:
-    """Every Flux object below `paths` of the checkout at `root`; objects without a
-    namespace are in `namespace`."""
+Document = tuple[str, Mapping[str, Any]]
+"""An object that is not a file of its own (the output of a build), and where it came from."""
+
+
+def collect(
+    root: Path, paths: tuple[str, ...], *, namespace: str, documents: tuple[Document, ...] = ()
+) -> Catalog:
+    """Every Flux object below `paths` of the checkout at `root`, and among `documents`;
+    objects without a namespace are in `namespace`."""
     catalog = Catalog()
     for path in paths:
         for source in _files(root, path):
@@ -60,6 +66,8 @@ def collect(root: Path, paths: tuple[str, ...], *, namespace: str) -> Catalog:
                 _read_file(catalog, root, source, namespace)
             except ReviewerError as error:
                 catalog.errors.append(error)
+    for origin, document in documents:
+        add(catalog, document, Field(origin), namespace)
     return catalog
 
 
@@ -91,10 +99,15 @@ def _read_file(catalog: Catalog, root: Path, source: str, namespace: str) -> Non
     documents = yamlio.load_documents(text, source=source)
     for number, document in enumerate(documents):
         at = Field(source, (f"document {number + 1}",) if len(documents) > 1 else ())
-        try:
-            _add(catalog, document, at, namespace)
-        except ReviewerError as error:
-            catalog.errors.append(error)
+        add(catalog, document, at, namespace)
+
+
+def add(catalog: Catalog, document: Mapping[str, Any], at: Field, namespace: str) -> None:
+    """Add one document if it is an object of interest; a bad one goes to `catalog.errors`."""
+    try:
+        _add(catalog, document, at, namespace)
+    except ReviewerError as error:
+        catalog.errors.append(error)
 
 
 def _add(catalog: Catalog, document: Mapping[str, Any], at: Field, namespace: str) -> None:

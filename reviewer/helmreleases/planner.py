@@ -24,7 +24,7 @@ from reviewer.decode import Field
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.helmreleases import names, postrender
 from reviewer.helmreleases import values as values_mod
-from reviewer.helmreleases.catalog import Catalog, collect
+from reviewer.helmreleases.catalog import Catalog, Document, collect
 from reviewer.helmreleases.charts import chart_source
 from reviewer.helmreleases.objects import HelmRelease, ObjectRef, ValuesReference, secret_data
 from reviewer.model import ReleaseId
@@ -59,13 +59,17 @@ class FluxInputs:
     """The namespace of objects that name none."""
     display_root: str = "."
     select: Located = _everywhere
+    documents: tuple[Document, ...] = ()
+    """Objects from builds (a Flux Kustomization's output), planned like files' objects."""
 
 
 def plan_helmreleases(inputs: FluxInputs) -> Plan:
     """Every selected HelmRelease below the paths, planned (or failed) one by one."""
     plan = Plan()
     try:
-        catalog = collect(inputs.root, inputs.paths, namespace=inputs.namespace)
+        catalog = collect(
+            inputs.root, inputs.paths, namespace=inputs.namespace, documents=inputs.documents
+        )
     except ReviewerError as error:
         plan.errors.append(PlanError(inputs.source, "*", None, error.render(), _reproduce(inputs)))
         return plan
