@@ -18,6 +18,7 @@ from reviewer import deployment as deployment_mod
 from reviewer import jail, yamlio
 from reviewer import templates as templates_mod
 from reviewer import values as values_mod
+from reviewer.charts.defaults import ChartDefaults
 from reviewer.deployment import AppSpec, DeploymentSpec
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
 from reviewer.errors import ConfigError, ReviewerError
@@ -52,6 +53,8 @@ class ReleasePlan:
     """Kubernetes version and API versions: the cluster's, under the release's own."""
     patches: Patches = NO_PATCHES
     """Applied to the rendered manifests: the template's, then the instance's."""
+    chart_defaults: ChartDefaults | None = None
+    """Replaces the chart's values.yaml (Flux `valuesFiles`)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reviewer import chartify, postrender
 from reviewer.charts import ChartError, ChartFetcher, ResolvedChart
+from reviewer.charts.defaults import ChartDefaults, replace_defaults
 from reviewer.engine import RenderRequest
 from reviewer.errors import ReviewerError
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource, Snapshot
@@ -40,6 +41,7 @@ class RenderCache:
     rendered: int = 0
     reused: int = 0
     chartified: dict[tuple[Path, str, str], Path] = field(default_factory=dict)
+    defaults: dict[tuple[Path, ChartDefaults], Path] = field(default_factory=dict)
     _scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def scratch(self) -> str:
@@ -180,7 +182,7 @@ def _request(
     release: ReleasePlan, root: Path, fetcher: ChartFetcher, pool: Pool, cache: RenderCache
 ) -> tuple[RenderRequest, str]:
     resolved = fetcher.resolve(release.chart, release.version, root=root)
-    chart = _chartified(resolved, release, root, cache)
+    chart = _with_defaults(_chartified(resolved, release, root, cache), release, cache)
     request = RenderRequest(
         chart=chart.path,
         values=release.values,
@@ -212,6 +214,19 @@ def _chartified(
             namespace=release.namespace,
         )
         cache.chartified[key] = found
+    return ResolvedChart(found, chart.source, chart.name, chart.version, chart.digest)
+
+
+def _with_defaults(chart: ResolvedChart, release: ReleasePlan, cache: RenderCache) -> ResolvedChart:
+    """The chart with its values.yaml replaced, when the release says so (Flux valuesFiles)."""
+    if release.chart_defaults is None:
+        return chart
+    key = (chart.path, release.chart_defaults)
+    found = cache.defaults.get(key)
+    if found is None:
+        work = Path(tempfile.mkdtemp(dir=cache.scratch()))
+        found = replace_defaults(chart.path, release.chart_defaults, work, ref=release.chart.ref)
+        cache.defaults[key] = found
     return ResolvedChart(found, chart.source, chart.name, chart.version, chart.digest)
 
 

@@ -20,6 +20,7 @@ from reviewer.values import NoSecrets, SecretsLoader
 
 APP_CHART = {
     "values.yaml": "image: nginx:1.0\nreplicas: 1\nchartDefault: from-chart\n",
+    "values-prod.yaml": "replicas: 4\nprod: true\n",
     "templates/deployment.yaml": """\
         apiVersion: apps/v1
         kind: Deployment

@@ -688,3 +688,53 @@ def test_helmreleases_from_a_build_are_planned_like_files(flux: Repo) -> None:
     )
     assert planned.errors == []
     assert [(r.id.release, r.chart.local) for r in planned.releases] == [("built", "charts/app")]
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (["values-prod.yaml"], {"prod": True, "replicas": 4}),
+        (
+            ["values.yaml", "values-prod.yaml"],
+            {"chartDefault": "from-chart", "image": "nginx:1.0", "prod": True, "replicas": 4},
+        ),
+    ],
+)
+def test_values_files_replace_the_chart_defaults(
+    flux: Repo, charts: ChartRepository, files: list[str], expected: dict[str, Any]
+) -> None:
+    flux.write("clusters/prod/repo.yaml", helm_repository("charts", charts.url))
+    flux.write(
+        "clusters/prod/app.yaml",
+        helmrelease("web", chart=chart_spec("app", "charts", valuesFiles=files)),
+    )
+    found = objects(render(flux, plan(flux)))
+    assert dumped_values(found["ConfigMap/web-values"]) == expected
+
+
+def test_values_files_of_a_git_chart_are_repository_paths(flux: Repo) -> None:
+    write_chart_dir(flux.root / "charts" / "app", app_chart_files())
+    flux.write("envs/prod.yaml", "replicas: 7\n")
+    flux.write(
+        "clusters/prod/git.yaml",
+        yamlio.dump(
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": "fleet", "namespace": "apps"},
+                "spec": {"url": "https://git.example.invalid/fleet"},
+            }
+        ),
+    )
+    spec = chart_spec(
+        "./charts/app",
+        "fleet",
+        kind="GitRepository",
+        valuesFiles=["envs/prod.yaml", "envs/missing.yaml"],
+        ignoreMissingValuesFiles=True,
+    )
+    flux.write("clusters/prod/app.yaml", helmrelease("web", chart=spec))
+    planned = plan(flux)
+    assert "envs/prod.yaml" in planned.releases[0].inputs
+    found = objects(render(flux, planned))
+    assert dumped_values(found["ConfigMap/web-values"]) == {"replicas": 7}

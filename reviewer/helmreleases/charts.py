@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from reviewer import jail, yamlio
+from reviewer.charts.defaults import ChartDefaults, merge_maps
 from reviewer.decode import Field
 from reviewer.helmreleases.catalog import Catalog
 from reviewer.helmreleases.objects import ChartTemplate, HelmRelease, ObjectRef
@@ -31,7 +34,8 @@ class ChartSource:
     chart: ChartRef
     version: str | None
     files: frozenset[str]
-    values_files: tuple[str, ...] = ()
+    defaults: ChartDefaults | None = None
+    """`valuesFiles`: what replaces the chart's values.yaml."""
 
 
 def chart_source(release: HelmRelease, catalog: Catalog, *, root: Path) -> ChartSource:
@@ -66,16 +70,40 @@ def _template(template: ChartTemplate, catalog: Catalog, root: Path, at: Field) 
             chart = ChartRef(f"{repository.url}/{template.chart}")
         else:
             chart = ChartRef(f"{ref.name}/{template.chart}", repository=repository.url)
-        return ChartSource(chart, version, files, template.values_files)
+        defaults = None
+        if template.values_files:
+            defaults = ChartDefaults(template.values_files, template.ignore_missing_values_files)
+        return ChartSource(chart, version, files, defaults)
     if ref.kind == "GitRepository":
         git = catalog.git_repositories.get(ref)
         if git is None:
             raise _missing(ref, where)
         local = inside(root, ".", template.chart, file=at.file, field=at.key("chart").name)
+        read, defaults = _repository_defaults(template, root, at.key("valuesFiles"))
         return ChartSource(
-            ChartRef(local, local=local), None, frozenset({git.file, local}), template.values_files
+            ChartRef(local, local=local), None, frozenset({git.file, local, *read}), defaults
         )
     raise where.key("kind").error(f"{ref.kind} charts cannot be rendered offline")
+
+
+def _repository_defaults(
+    template: ChartTemplate, root: Path, at: Field
+) -> tuple[tuple[str, ...], ChartDefaults | None]:
+    """`valuesFiles` of a chart in this repository: paths from the repository root, merged
+    now (source-controller reads them from the GitRepository's root, not the chart's)."""
+    if not template.values_files:
+        return (), None
+    merged: dict[str, Any] = {}
+    read: list[str] = []
+    for index, name in enumerate(template.values_files):
+        path = inside(root, ".", name, file=at.file, field=at.index(index).name)
+        if not (root / path).is_file():
+            if template.ignore_missing_values_files:
+                continue
+            raise at.index(index).error(f"file '{path}' does not exist in the repository")
+        merged = merge_maps(merged, yamlio.load_mapping(jail.read_text(root, path), source=path))
+        read.append(path)
+    return tuple(read), ChartDefaults(text=yamlio.dump(merged) if merged else "")
 
 
 def _oci_repository(ref: ObjectRef, catalog: Catalog, at: Field) -> ChartSource:

@@ -99,10 +99,6 @@ def plan_helmreleases(inputs: FluxInputs) -> Plan:
 
 def _plan_release(release: HelmRelease, catalog: Catalog, inputs: FluxInputs) -> ReleasePlan:
     chart = chart_source(release, catalog, root=inputs.root)
-    if chart.values_files:
-        raise Field(release.file, ("spec", "chart", "spec", "valuesFiles")).error(
-            "is not supported yet (the chart's values.yaml would be replaced)"
-        )
     lookup = _Lookup(release, catalog, inputs)
     values = values_mod.compose(release, lookup, redact=inputs.twin)
     layers = (*lookup.layers, Layer(release.file, "spec.values", dict(release.values)))
@@ -122,6 +118,7 @@ def _plan_release(release: HelmRelease, catalog: Catalog, inputs: FluxInputs) ->
         helm_command=None,
         capabilities=capabilities_mod.DEFAULT,
         patches=postrender.patches(release),
+        chart_defaults=chart.defaults,
     )
 
 
