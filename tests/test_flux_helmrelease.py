@@ -738,3 +738,31 @@ def test_values_files_of_a_git_chart_are_repository_paths(flux: Repo) -> None:
     assert "envs/prod.yaml" in planned.releases[0].inputs
     found = objects(render(flux, planned))
     assert dumped_values(found["ConfigMap/web-values"]) == {"replicas": 7}
+
+
+def test_disabling_schema_validation_on_install_skips_the_values_schema(flux: Repo) -> None:
+    files = {
+        **app_chart_files(),
+        "values.schema.json": '{"properties": {"replicas": {"type": "string"}}}',
+    }
+    write_chart_dir(flux.root / "charts" / "app", files)
+    flux.write(
+        "clusters/prod/git.yaml",
+        yamlio.dump(
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": "fleet", "namespace": "apps"},
+                "spec": {"url": "https://git.example.invalid/fleet"},
+            }
+        ),
+    )
+    spec = chart_spec("./charts/app", "fleet", kind="GitRepository")
+    flux.write("clusters/prod/a.yaml", helmrelease("strict", chart=spec))
+    flux.write(
+        "clusters/prod/b.yaml",
+        helmrelease("lax", chart=spec, install={"disableSchemaValidation": True}),
+    )
+    outcome = {r.id.release: r.error for r in render(flux, plan(flux)).releases}
+    assert outcome["lax"] is None
+    assert outcome["strict"] is not None and "replicas" in outcome["strict"]

@@ -106,6 +106,8 @@ class HelmRelease:
     common_annotations: Mapping[str, str]
     crds: CrdPolicy
     suspend: bool = False
+    skip_schema_validation: bool = False
+    """`spec.install.disableSchemaValidation` (the render is an install)."""
 
     @property
     def ref(self) -> ObjectRef:
@@ -224,6 +226,13 @@ def decode_helmrelease(document: Mapping[str, Any], at: Field, *, namespace: str
             upgrade=_crd_policy(spec, "upgrade", spec_at, "Skip"),
         ),
         suspend=decode.optional(spec, "suspend", spec_at, decode.boolean, False),
+        skip_schema_validation=decode.optional(
+            decode.optional_map(spec, "install", spec_at),
+            "disableSchemaValidation",
+            spec_at.key("install"),
+            decode.boolean,
+            False,
+        ),
     )
 
 

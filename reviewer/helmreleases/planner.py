@@ -112,7 +112,7 @@ def _plan_release(release: HelmRelease, catalog: Catalog, inputs: FluxInputs) ->
         values=values,
         layers=layers,
         inputs=frozenset({release.file, *chart.files, *lookup.files}),
-        skip_schema_validation=False,
+        skip_schema_validation=release.skip_schema_validation,
         template_file=release.file,
         reproduce=_reproduce(inputs, release.namespace),
         helm_command=None,
