@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from reviewer.discover import Layout
-from reviewer.sources import generated, hierarchy, manifests
+from reviewer.sources import flux, generated, hierarchy, manifests
 from reviewer.sources.protocol import Source, SourceKind
 
 kinds: dict[str, SourceKind] = {
     hierarchy.KIND: hierarchy,
     manifests.KIND: manifests,
     generated.KIND: generated,
+    flux.KIND: flux,
 }
 """Every kind a `.reviewer.yaml` source may name."""
 
@@ -26,6 +27,11 @@ def detect(root: Path, layout: Layout) -> tuple[Source, ...]:
     if layout != Layout() or (root / layout.definitions).is_dir():
         return (hierarchy.Hierarchy(layout=layout),)
     found = [source for kind in kinds.values() for source in kind.detect(root)]
+    # A directory of HelmReleases is a flux source, not also plain manifests.
+    claimed = {path for source in found if isinstance(source, flux.Flux) for path in source.paths}
+    found = [
+        s for s in found if not (isinstance(s, manifests.Manifests) and set(s.paths) & claimed)
+    ]
     return tuple(found) or (hierarchy.Hierarchy(layout=layout),)
 
 
