@@ -49,7 +49,7 @@ def write_fleet(
     secret: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "db", "namespace": "apps"},
+        "metadata": {"name": "db-credentials", "namespace": "apps"},
         "stringData": {"password": password},
     }
     encrypt(directory, secret, identity, "--encrypted-regex", "^(data|stringData)$", name="db.yaml")
@@ -60,7 +60,12 @@ def write_fleet(
             "web",
             chart=chart_spec("app", "charts"),
             valuesFrom=[
-                {"kind": "Secret", "name": "db", "valuesKey": "password", "targetPath": "db.pass"}
+                {
+                    "kind": "Secret",
+                    "name": "db-credentials",
+                    "valuesKey": "password",
+                    "targetPath": "db.pass",
+                }
             ],
             values={"replicas": replicas},
         ),
@@ -113,6 +118,6 @@ def test_diff_shows_the_changed_release_and_a_redacted_secret_change(
     assert changes["replicas"]["change"] == "replicas: 2 → 3"
     assert changes["db.pass"]["head"] == {
         "source": "clusters/prod/db.yaml",
-        "level": "valuesFrom Secret db",
+        "level": "valuesFrom Secret db-credentials",
     }
     assert "REDACTED" in changes["db.pass"]["change"]

@@ -57,7 +57,11 @@ def test_sources_are_decoded_with_their_kind_paths_and_options(repo: Repo) -> No
     ("text", "field", "message"),
     [
         ("sources: []", "sources", "must list at least one source"),
-        ("sources: [{kind: flux2}]", "sources[0].kind", "must be one of: flux, generated, hierarchy"),
+        (
+            "sources: [{kind: flux2}]",
+            "sources[0].kind",
+            "must be one of: flux, generated, hierarchy",
+        ),
         ("sources: [{paths: [a]}]", "sources[0].kind", "is required"),
         (
             "sources: [{kind: manifests, paths: [../up]}]",
