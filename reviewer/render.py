@@ -40,6 +40,8 @@ class RenderCache:
     rendered: int = 0
     reused: int = 0
     chartified: dict[tuple[Path, str, str], Path] = field(default_factory=dict)
+    local_charts: dict[tuple[Path, str, str | None], ResolvedChart] = field(default_factory=dict)
+    """Local charts resolved (jail-checked) once per checkout, not once per release."""
     _scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def scratch(self) -> str:
@@ -179,7 +181,7 @@ def render_again(
 def _request(
     release: ReleasePlan, root: Path, fetcher: ChartFetcher, pool: Pool, cache: RenderCache
 ) -> tuple[RenderRequest, str]:
-    resolved = fetcher.resolve(release.chart, release.version, root=root)
+    resolved = _resolved(release, root, fetcher, cache)
     chart = _chartified(resolved, release, root, cache)
     request = RenderRequest(
         chart=chart.path,
@@ -193,6 +195,20 @@ def _request(
     )
     digest = input_digest(request, chart_digest=cache.chart_digest(chart), engine_id=pool.engine_id)
     return request, digest
+
+
+def _resolved(
+    release: ReleasePlan, root: Path, fetcher: ChartFetcher, cache: RenderCache
+) -> ResolvedChart:
+    """The release's chart; a local chart's tree is walked by the jail once per checkout."""
+    if release.chart.local is None:
+        return fetcher.resolve(release.chart, release.version, root=root)
+    key = (root, release.chart.local, release.version)
+    found = cache.local_charts.get(key)
+    if found is None:
+        found = fetcher.resolve(release.chart, release.version, root=root)
+        cache.local_charts[key] = found
+    return found
 
 
 def _chartified(
