@@ -109,12 +109,17 @@ def split_manifests(text: str) -> list[tuple[int, str]]:
     lines_before = text.count("\n", 0, len(text) - len(body))
     documents: list[tuple[int, str]] = []
     start = 0
+    # Lines are counted from where the last count stopped: counting from the start of
+    # the text for every document is quadratic in a template that renders many objects.
+    counted, lines = 0, lines_before
     for separator in [*_MANIFEST_SEPARATOR.finditer(body), None]:
         end = len(body) if separator is None else separator.start()
         chunk = body[start:end]
         if chunk.strip():
             offset = start + len(chunk) - len(chunk.lstrip())
-            documents.append((lines_before + body.count("\n", 0, offset) + 1, chunk.strip()))
+            lines += body.count("\n", counted, offset)
+            counted = offset
+            documents.append((lines + 1, chunk.strip()))
         if separator is not None:
             start = separator.end()
     return documents
