@@ -11,15 +11,19 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import GitRepo
+from conftest import GitRepo, Repo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from reviewer import jail, render, yamlio
+from reviewer import jail, render, yamlemit, yamlio
 from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.plan import ReleasePlan
+from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.values import ValuesLoader
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
@@ -52,6 +56,9 @@ SLOW_PATHS: dict[str, Slow] = {
     "local charts resolved once per side": lambda mp: mp.setattr(
         render, "_resolved", _resolve_every_time
     ),
+    "objects written without ruamel.yaml": lambda mp: mp.setattr(
+        yamlio, "dump", yamlio.dump_with_ruamel
+    ),
 }
 
 
@@ -61,15 +68,13 @@ def changed_example(git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> GitRe
     monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
     shutil.copytree(EXAMPLE, git_repo.root, dirs_exist_ok=True)
     git_repo.commit("example fleet")
-    global_values = git_repo.root / "deployments" / "global.values.yaml"
-    global_values.write_text(
-        global_values.read_text(encoding="utf-8") + "\nperfCheck: {added: true}\n",
-        encoding="utf-8",
-    )
-    web_values = git_repo.root / "charts" / "web" / "values.yaml"
-    web_values.write_text(
-        web_values.read_text(encoding="utf-8") + "\nextraLabel: changed\n", encoding="utf-8"
-    )
+    changes = {
+        "deployments/global.values.yaml": ("  TZ: UTC\n", "  TZ: Europe/Paris\n"),
+        "deployments/production/group.values.yaml": ("replicaCount: 3\n", "replicaCount: 5\n"),
+    }
+    for path, (old, new) in changes.items():
+        file = git_repo.root / path
+        file.write_text(file.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
     return git_repo
 
 
@@ -106,3 +111,40 @@ def test_reports_are_identical_with_and_without_the_fast_path(
         plain = _report(changed_example, tmp_path / "plain.json")
     assert json.loads(fast)["summary"]["releases"]["changed"] > 0
     assert fast == plain
+
+
+# -- normalised YAML: the direct writer against ruamel.yaml ------------------------------
+
+_ALPHABET = st.sampled_from(list("abcXYZ019 :#-_./\n'\"{}[],&*!|>%@`?~=\té\u2028\x85😀<\\"))
+_TEXT = st.one_of(
+    st.text(_ALPHABET, max_size=12),
+    st.sampled_from(
+        [
+            *("true", "null", "y", "no", "On", "1.5", "0x1F", "1_000", "2024-01-01", "", "~"),
+            *("-", "---", "...", "a: b", "x\n\n", " x", "x ", "x \ny", "\nx", "\n", "a b:c d"),
+        ]
+    ),
+)
+_SCALAR = st.one_of(_TEXT, st.integers(), st.floats(), st.booleans(), st.none())
+_TREE = st.recursive(
+    _SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_TEXT, inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_TEXT, _TREE, min_size=1, max_size=5))
+def test_normalised_yaml_is_what_ruamel_writes(document: dict[str, Any]) -> None:
+    assert yamlio.dump(document) == yamlio.dump_with_ruamel(document)
+
+
+def test_rendered_objects_are_written_directly_and_identically(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    snapshot = Repo(EXAMPLE).render(secrets=SopsDecoder(keyless=KeylessMode.NEVER))
+    bodies = [resource.body for release in snapshot.releases for resource in release.resources]
+    assert len(bodies) > 50
+    written = [yamlemit.block_yaml(body, yamlio._spell) for body in bodies]
+    assert written == [yamlio.dump_with_ruamel(body) for body in bodies]
