@@ -277,8 +277,6 @@ class GitHub:
         self, sha: str, *, conclusion: str, name: str, title: str, summary: str, url: str | None
     ) -> None:
         """Create a completed check run."""
-        from github.GithubObject import NotSet
-
         output: dict[str, str | list[dict[str, str | int]]] = {"title": title, "summary": summary}
         try:
             self._create_check_run(sha, conclusion, name, output, url)
@@ -295,6 +293,8 @@ class GitHub:
         output: dict[str, str | list[dict[str, str | int]]],
         url: str | None,
     ) -> None:
+        from github.GithubObject import NotSet
+
         self.call(
             f"create check run on {sha[:7]}",
             lambda: self._repo.create_check_run(
