@@ -390,6 +390,25 @@ def run_baseline(
     return BaselineRun(base=base, head=side(repo), jobs=jobs)
 
 
+# -- the floor -------------------------------------------------------------------------
+
+
+FLOOR = Path(__file__).resolve().parent / "floor.py"
+
+
+def run_floor(python: str, repo: Path, *, scratch: Path, repeat: int) -> float:
+    """Median wall of reading and hashing every input of both sides (`floor.py`), no render."""
+    command = [python, str(FLOOR), str(repo), "--base", "main"]
+    walls = []
+    for _ in range(repeat):
+        done = measure(command, cwd=scratch, sample_tree=False)
+        if done.returncode != 0:
+            failed = f"{shlex.join(command)} exited {done.returncode}"
+            raise RuntimeError(f"{failed}:\n{done.stderr_tail}")
+        walls.append(done.wall)
+    return statistics.median(walls)
+
+
 # -- the benchmark ---------------------------------------------------------------------
 
 
@@ -402,6 +421,8 @@ class ScenarioResult:
     releases: int
     diff: ReviewerRun
     baseline: BaselineRun | None
+    floor: float = 0.0
+    """Median wall of `floor.py`: reading and hashing every input of both sides."""
 
 
 def _positive(text: str) -> int:
@@ -517,9 +538,11 @@ def main(argv: Sequence[str]) -> int:
             diff = run_reviewer(
                 command, scratch=scratch, sops=args.sops, repeat=args.repeat, report=report
             )
+            floor = run_floor(args.python, repo, scratch=scratch, repeat=args.repeat)
             print(
                 f"  reviewer diff: {diff.wall:.2f} s, {diff.peak_mb:.0f} MB, "
-                f"{diff.changed} changed release(s) (expected {change.expected_changed})"
+                f"{diff.changed} changed release(s) (expected {change.expected_changed}); "
+                f"floor {floor:.2f} s ({diff.wall / floor:.1f}x)"
             )
             baseline = None
             if helm is not None:
@@ -533,7 +556,7 @@ def main(argv: Sequence[str]) -> int:
                 )
                 label = "extrapolated" if baseline.extrapolated else "measured"
                 print(f"  baseline: {baseline.wall:.1f} s ({label})")
-            results.append(ScenarioResult(scenario, change, shape.releases, diff, baseline))
+            results.append(ScenarioResult(scenario, change, shape.releases, diff, baseline, floor))
         reset(repo)
 
     load = (load_before, _load())
@@ -597,6 +620,8 @@ def _table(
         "changed",
         "reviewer wall s",
         "reviewer peak MB",
+        "floor s",
+        "x floor",
         "baseline wall s",
         "ratio",
     )
@@ -618,6 +643,8 @@ def _table(
                 f"{result.diff.changed}/{result.change.expected_changed}",
                 f"{result.diff.wall:.2f}",
                 f"{result.diff.peak_mb:.0f}",
+                f"{result.floor:.2f}",
+                f"{result.diff.wall / result.floor:.1f}x" if result.floor else "-",
                 base_wall,
                 ratio,
             )
@@ -632,6 +659,8 @@ def _table(
                 f"{full.peak_mb:.0f}",
                 "-",
                 "-",
+                "-",
+                "-",
             )
         )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
@@ -643,6 +672,8 @@ def _table(
     notes = [
         "changed: releases reported changed / releases the scenario touches.",
         "peak MB: max of the child's ru_maxrss and the sampled RSS sum of its process tree.",
+        "floor: reading and hashing every input file of both sides (base from git's object "
+        "store, head from the working tree), no rendering; x floor = reviewer wall / floor.",
         "baseline: one `helm template` process per release per side, "
         f"{args.baseline_jobs} at a time, helm processes only (planning excluded); "
         "ratio = baseline wall / reviewer wall.",

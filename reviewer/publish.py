@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from github import Auth, Github, GithubException
-from github.GithubObject import NotSet
-from github.IssueComment import IssueComment
+if TYPE_CHECKING:  # PyGithub loads in about half a second: only commands that publish pay
+    from github import GithubException
+    from github.IssueComment import IssueComment
 
 from reviewer import __version__
 from reviewer.comment import clip, truncate_markdown
@@ -135,6 +135,8 @@ class GitHub:
         pacer: Pacer | None = None,
         timeout: int = 30,
     ) -> None:
+        from github import Auth, Github
+
         self._token = token
         self.pacer = pacer or Pacer()
         self.writes = 0  # successful writes: a 403 before the first one means a read-only token
@@ -154,6 +156,8 @@ class GitHub:
 
     def call(self, what: str, action: Callable[[], T], *, write: bool = False) -> T:
         """Run one API action with pacing and retries; failures become scrubbed PublishErrors."""
+        from github import GithubException
+
         for attempt in range(self.pacer.attempts):
             if write:
                 self.pacer.before_write()
@@ -255,6 +259,8 @@ class GitHub:
         self, sha: str, *, state: str, description: str, context: str, target_url: str | None
     ) -> None:
         """Set a commit status."""
+        from github.GithubObject import NotSet
+
         commit = self._repo.get_commit(sha)
         self.call(
             f"set the status of {sha[:7]}",
@@ -287,6 +293,8 @@ class GitHub:
         output: dict[str, str | list[dict[str, str | int]]],
         url: str | None,
     ) -> None:
+        from github.GithubObject import NotSet
+
         self.call(
             f"create check run on {sha[:7]}",
             lambda: self._repo.create_check_run(

@@ -42,6 +42,8 @@ class RenderCache:
     reused: int = 0
     chartified: dict[tuple[Path, str, str], Path] = field(default_factory=dict)
     defaults: dict[tuple[Path, ChartDefaults], Path] = field(default_factory=dict)
+    local_charts: dict[tuple[Path, str, str | None], ResolvedChart] = field(default_factory=dict)
+    """Local charts resolved (jail-checked) once per checkout, not once per release."""
     _scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def scratch(self) -> str:
@@ -181,7 +183,7 @@ def render_again(
 def _request(
     release: ReleasePlan, root: Path, fetcher: ChartFetcher, pool: Pool, cache: RenderCache
 ) -> tuple[RenderRequest, str]:
-    resolved = fetcher.resolve(release.chart, release.version, root=root)
+    resolved = _resolved(release, root, fetcher, cache)
     chart = _with_defaults(_chartified(resolved, release, root, cache), release, cache)
     request = RenderRequest(
         chart=chart.path,
@@ -195,6 +197,20 @@ def _request(
     )
     digest = input_digest(request, chart_digest=cache.chart_digest(chart), engine_id=pool.engine_id)
     return request, digest
+
+
+def _resolved(
+    release: ReleasePlan, root: Path, fetcher: ChartFetcher, cache: RenderCache
+) -> ResolvedChart:
+    """The release's chart; a local chart's tree is walked by the jail once per checkout."""
+    if release.chart.local is None:
+        return fetcher.resolve(release.chart, release.version, root=root)
+    key = (root, release.chart.local, release.version)
+    found = cache.local_charts.get(key)
+    if found is None:
+        found = fetcher.resolve(release.chart, release.version, root=root)
+        cache.local_charts[key] = found
+    return found
 
 
 def _chartified(

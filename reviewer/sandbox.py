@@ -56,6 +56,37 @@ def memory_limit_message(limits: Limits) -> str:
     )
 
 
+# Sandbox children alive in this process; when the last one stops, multiprocessing's
+# resource tracker (started with the first spawned child) is stopped and reaped too.
+# Left running, it outlives the reviewer, and where the container's init never reaps
+# orphans (CI runners, sandboxes) it stays behind as a defunct process.
+_alive = 0
+_alive_lock = threading.Lock()
+
+
+def _child_started() -> None:
+    global _alive
+    with _alive_lock:
+        _alive += 1
+
+
+def _child_stopped() -> None:
+    global _alive
+    with _alive_lock:
+        _alive -= 1
+        if _alive == 0 and not multiprocessing.active_children():
+            _stop_resource_tracker()
+
+
+def _stop_resource_tracker() -> None:
+    """Close the tracker's pipe and wait for it (it exits once no child holds the pipe)."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
+
+
 class Sandbox:
     """One child process running tasks one at a time under `limits`; restarted after a kill."""
 
@@ -102,6 +133,7 @@ class Sandbox:
             target=_serve, args=(child, memory, self._engine, self._binary), daemon=True
         )
         process.start()
+        _child_started()
         child.close()
         self._process, self._conn = process, parent
         return parent
@@ -111,6 +143,7 @@ class Sandbox:
             self._process.kill()
             self._process.join()
             self._process.close()
+            _child_stopped()
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None

@@ -8,7 +8,8 @@ or redaction) plugs in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -90,6 +91,10 @@ class ValuesLoader:
     templates: TemplateRenderer
     secrets: SecretsLoader
     _release_aware: dict[str, bool] = field(default_factory=dict)
+    # A side's files do not change while it is planned: every deployment reads the same
+    # global, group and template files, so each is checked, read and listed only once.
+    _texts: dict[str, str] = field(default_factory=dict)
+    _listings: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def load_file(
         self,
@@ -100,14 +105,32 @@ class ValuesLoader:
         release: Mapping[str, Any] = NO_RELEASE,
     ) -> Values:
         """Load one repo-relative values file; `.gotmpl` files see `context` as `.Values`."""
-        jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
-        path = self.root / source
         if secret or source.endswith(SOPS_SUFFIX):
-            return self.secrets.load(path, source=source)
-        text = yamlio.read_text(path, source=source)
+            jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
+            return self.secrets.load(self.root / source, source=source)
+        text = self.read_text(source)
         if source.endswith(GOTMPL_SUFFIX):
             text = self.templates.render(text, values=context, source=source, release=release)
         return yamlio.load_mapping(text, source=source)
+
+    def read_text(self, source: str) -> str:
+        """The text of a repo-relative file, jail-checked and read once per side."""
+        text = self._texts.get(source)
+        if text is None:
+            jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
+            text = yamlio.read_text(self.root / source, source=source)
+            self._texts[source] = text
+        return text
+
+    def is_file(self, source: str) -> bool:
+        """Whether the repo-relative `source` is a file (or a link to one), listing its
+        directory once per side instead of a `stat` per lookup."""
+        directory, _, name = source.rpartition("/")
+        names = self._listings.get(directory)
+        if names is None:
+            names = _files_in(self.root / directory)
+            self._listings[directory] = names
+        return name in names
 
     def for_release(
         self, layers: Iterable[Layer], *, atlas: Values, release: Mapping[str, Any]
@@ -136,7 +159,7 @@ class ValuesLoader:
             return False
         known = self._release_aware.get(source)
         if known is None:
-            known = ".Release" in yamlio.read_text(self.root / source, source=source)
+            known = ".Release" in self.read_text(source)
             self._release_aware[source] = known
         return known
 
@@ -149,7 +172,7 @@ class ValuesLoader:
         """
         layers: list[Layer] = []
         merged: Values = {}
-        for source, level in _hierarchy_files(self.root, cluster, deployment):
+        for source, level in _hierarchy_files(self.is_file, cluster, deployment):
             if plain_only and source.endswith(SOPS_SUFFIX):
                 continue
             context = with_atlas(merged, atlas)
@@ -197,7 +220,7 @@ class ValuesLoader:
         if entry.inline is not None:
             return entry.inline
         assert entry.file is not None
-        if not (self.root / entry.file).is_file():
+        if not self.is_file(entry.file):
             raise ConfigError(
                 entry.declared_in,
                 f"file '{entry.file}' does not exist",
@@ -224,8 +247,17 @@ def combine(layers: Iterable[Layer]) -> Values:
     return merged
 
 
+def _files_in(directory: Path) -> frozenset[str]:
+    """Names of the files in `directory` (symlinks followed, as `Path.is_file` does)."""
+    try:
+        with os.scandir(directory) as entries:
+            return frozenset(entry.name for entry in entries if entry.is_file())
+    except OSError:
+        return frozenset()
+
+
 def _hierarchy_files(
-    root: Path, cluster: Cluster, deployment: DeploymentDir
+    is_file: Callable[[str], bool], cluster: Cluster, deployment: DeploymentDir
 ) -> list[tuple[str, str]]:
     """Existing hierarchy files in priority order, each with its level label."""
     directories = [(level.path, f"{level.kind}.values", level.label) for level in cluster.levels]
@@ -234,7 +266,7 @@ def _hierarchy_files(
     for directory, stem, label in directories:
         for suffix in _LEVEL_SUFFIXES:
             source = f"{directory}/{stem}{suffix}"
-            if (root / source).is_file():
+            if is_file(source):
                 found.append((source, label))
     return found
 

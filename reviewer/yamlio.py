@@ -18,6 +18,7 @@ import helm_python
 from ruamel.yaml import YAML
 from ruamel.yaml.representer import SafeRepresenter
 
+from reviewer import yamlemit
 from reviewer.errors import ConfigError
 from reviewer.limits import MAX_DEPTH, too_deep
 
@@ -109,12 +110,17 @@ def split_manifests(text: str) -> list[tuple[int, str]]:
     lines_before = text.count("\n", 0, len(text) - len(body))
     documents: list[tuple[int, str]] = []
     start = 0
+    # Lines are counted from where the last count stopped: counting from the start of
+    # the text for every document is quadratic in a template that renders many objects.
+    counted, lines = 0, lines_before
     for separator in [*_MANIFEST_SEPARATOR.finditer(body), None]:
         end = len(body) if separator is None else separator.start()
         chunk = body[start:end]
         if chunk.strip():
             offset = start + len(chunk) - len(chunk.lstrip())
-            documents.append((lines_before + body.count("\n", 0, offset) + 1, chunk.strip()))
+            lines += body.count("\n", counted, offset)
+            counted = offset
+            documents.append((lines + 1, chunk.strip()))
         if separator is not None:
             start = separator.end()
     return documents
@@ -192,8 +198,34 @@ _EXACT = _dumper(pure=True)
 
 def dump(value: Any) -> str:
     """Serialize one document as block-style YAML, keeping the given key order."""
+    text = yamlemit.block_yaml(value, _spell)
+    if text is None:
+        text = _dump(_FAST, value)
+    return _dump(_EXACT, value) if "\\U" in text else text
+
+
+def dump_with_ruamel(value: Any) -> str:
+    """`dump` without the direct writer: what it must match byte for byte."""
     text = _dump(_FAST, value)
     return _dump(_EXACT, value) if "\\U" in text else text
+
+
+def _spell(scalar: Any) -> str:
+    """A scalar as ruamel.yaml writes it as a block mapping value (one line only)."""
+    # Strings only are cached: equal numbers may be spelled differently (0.0 and -0.0).
+    return _spell_string(scalar) if isinstance(scalar, str) else _spell_once(scalar)
+
+
+@functools.lru_cache(maxsize=65536)
+def _spell_string(scalar: str) -> str:
+    return _spell_once(scalar)
+
+
+def _spell_once(scalar: Any) -> str:
+    text = _dump(_FAST, {"k": scalar})
+    if not text.startswith("k: ") or text.count("\n") != 1 or not text.endswith("\n"):
+        raise yamlemit.Unsupported("scalar written on several lines")
+    return text[3:-1]
 
 
 def _dump(yaml: YAML, value: Any) -> str:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -155,3 +159,65 @@ def test_progress_bars_show_on_a_terminal_only(git_repo: GitRepo) -> None:
     assert diff_cmd.run(args, Console(out=io.StringIO(), err=pipe)) == ExitStatus.OK
     assert "rendering base" in terminal.getvalue() and "━" in terminal.getvalue()
     assert "━" not in pipe.getvalue()
+
+
+def _children() -> list[tuple[int, str]]:
+    """This process's child processes and their states (R, S, Z, ...), from /proc."""
+    found: list[tuple[int, str]] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
+        if int(parent) == os.getpid():
+            found.append((int(entry.name), state))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_parallel_diff_leaves_no_process_behind(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet(git_repo).commit("fleet")
+    git_repo.write("deployments/g1/g1c2/cluster.values.yaml", "where: changed\n")
+    before = _children()
+    with pytest.raises(SystemExit) as done:
+        main(["diff", "--repo", str(git_repo.root), "--base", "main", "--jobs", "2"])
+    assert done.value.code == ExitStatus.OK
+    assert "base: 54 release(s) rendered" in capsys.readouterr().err
+    gc.collect()  # a template renderer's child is stopped when the renderer is collected
+    assert [child for child in _children() if child not in before] == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_parallel_diff_process_leaves_no_defunct_child(git_repo: GitRepo, tmp_path: Path) -> None:
+    fleet(git_repo).commit("fleet")
+    git_repo.write("deployments/g1/g1c2/cluster.values.yaml", "where: changed\n")
+    command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
+    command += ["--base", "main", "--jobs", "2", "--output", str(tmp_path / "report.md")]
+    # A new session whose id is the child's pid: whatever it leaves behind is findable,
+    # even once reparented (an init that never reaps orphans keeps them defunct).
+    with subprocess.Popen(
+        command, stderr=subprocess.PIPE, start_new_session=True, cwd=tmp_path
+    ) as process:
+        _, errors = process.communicate()
+    assert process.returncode == ExitStatus.OK, errors.decode()[-2000:]
+    assert _in_session(process.pid) == []
+
+
+def _in_session(session: int) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[3]) == session:
+            found.append((int(entry.name), fields[0]))
+    return found

@@ -1,0 +1,150 @@
+"""Fast paths change how much work a review does, never what it reports.
+
+Each fast path (a cache of something a side reads or resolves more than once) can be
+switched back to the plain computation it replaces; the JSON report of a small fleet
+must come out byte for byte the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GitRepo, Repo
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reviewer import jail, render, yamlemit, yamlio
+from reviewer.charts import ChartFetcher, ResolvedChart
+from reviewer.cli import main
+from reviewer.errors import ExitStatus
+from reviewer.plan import ReleasePlan
+from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.values import ValuesLoader
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
+
+
+def _read_every_time(self: ValuesLoader, source: str) -> str:
+    jail.resolve_file(self.root, source)
+    return yamlio.read_text(self.root / source, source=source)
+
+
+def _stat_every_time(self: ValuesLoader, source: str) -> bool:
+    return (self.root / source).is_file()
+
+
+def _resolve_every_time(
+    release: ReleasePlan, root: Path, fetcher: ChartFetcher, cache: render.RenderCache
+) -> ResolvedChart:
+    return fetcher.resolve(release.chart, release.version, root=root)
+
+
+Slow = Callable[[pytest.MonkeyPatch], None]
+
+SLOW_PATHS: dict[str, Slow] = {
+    "values files read once per side": lambda mp: mp.setattr(
+        ValuesLoader, "read_text", _read_every_time
+    ),
+    "directories listed once per side": lambda mp: mp.setattr(
+        ValuesLoader, "is_file", _stat_every_time
+    ),
+    "local charts resolved once per side": lambda mp: mp.setattr(
+        render, "_resolved", _resolve_every_time
+    ),
+    "objects written without ruamel.yaml": lambda mp: mp.setattr(
+        yamlio, "dump", yamlio.dump_with_ruamel
+    ),
+}
+
+
+@pytest.fixture
+def changed_example(git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> GitRepo:
+    """The example fleet committed, then changed at several levels in the working tree."""
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    shutil.copytree(EXAMPLE, git_repo.root, dirs_exist_ok=True)
+    git_repo.commit("example fleet")
+    changes = {
+        "deployments/global.values.yaml": ("  TZ: UTC\n", "  TZ: Europe/Paris\n"),
+        "deployments/production/group.values.yaml": ("replicaCount: 3\n", "replicaCount: 5\n"),
+    }
+    for path, (old, new) in changes.items():
+        file = git_repo.root / path
+        file.write_text(file.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    return git_repo
+
+
+def _report(repo: GitRepo, out: Path) -> bytes:
+    with pytest.raises(SystemExit) as done:
+        main(
+            [
+                "diff",
+                "--repo",
+                str(repo.root),
+                "--base",
+                "main",
+                "--format",
+                "json",
+                "--output",
+                str(out),
+                "--jobs",
+                "1",
+            ]
+        )
+    assert done.value.code in (ExitStatus.OK, ExitStatus.CHANGES)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("slow", [*SLOW_PATHS, "all"])
+def test_reports_are_identical_with_and_without_the_fast_path(
+    changed_example: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str
+) -> None:
+    fast = _report(changed_example, tmp_path / "fast.json")
+    with monkeypatch.context() as patched:
+        for name, switch in SLOW_PATHS.items():
+            if slow in (name, "all"):
+                switch(patched)
+        plain = _report(changed_example, tmp_path / "plain.json")
+    assert json.loads(fast)["summary"]["releases"]["changed"] > 0
+    assert fast == plain
+
+
+# -- normalised YAML: the direct writer against ruamel.yaml ------------------------------
+
+_ALPHABET = st.sampled_from(list("abcXYZ019 :#-_./\n'\"{}[],&*!|>%@`?~=\té\u2028\x85😀<\\"))
+_TEXT = st.one_of(
+    st.text(_ALPHABET, max_size=12),
+    st.sampled_from(
+        [
+            *("true", "null", "y", "no", "On", "1.5", "0x1F", "1_000", "2024-01-01", "", "~"),
+            *("-", "---", "...", "a: b", "x\n\n", " x", "x ", "x \ny", "\nx", "\n", "a b:c d"),
+        ]
+    ),
+)
+_SCALAR = st.one_of(_TEXT, st.integers(), st.floats(), st.booleans(), st.none())
+_TREE = st.recursive(
+    _SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_TEXT, inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_TEXT, _TREE, min_size=1, max_size=5))
+def test_normalised_yaml_is_what_ruamel_writes(document: dict[str, Any]) -> None:
+    assert yamlio.dump(document) == yamlio.dump_with_ruamel(document)
+
+
+def test_rendered_objects_are_written_directly_and_identically(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    snapshot = Repo(EXAMPLE).render(secrets=SopsDecoder(keyless=KeylessMode.NEVER))
+    bodies = [resource.body for release in snapshot.releases for resource in release.resources]
+    assert len(bodies) > 50
+    written = [yamlemit.block_yaml(body, yamlio._spell) for body in bodies]
+    assert written == [yamlio.dump_with_ruamel(body) for body in bodies]
