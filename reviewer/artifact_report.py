@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reviewer import decode
-from reviewer.report import render_template
+from reviewer.report_markdown import render_template
 
 _SOURCE = "report.json"
 RELEASE_STATUSES = ("added", "removed", "changed", "unchanged", "error")

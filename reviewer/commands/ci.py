@@ -349,7 +349,7 @@ def _with_artifact_footer(artifact: Artifact, target: Target, run: TriggeringRun
     if run is not None and run.run_id is not None and target.repository:
         run_url = f"{target.server_url}/{target.repository}/actions/runs/{run.run_id}"
     base, merge = artifact.commits or (artifact.head_sha, artifact.head_sha)
-    footer = report.render_template(
+    footer = report_markdown.render_template(
         "footer.md.j2",
         target=base,
         head=artifact.head_sha,
