@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reviewer import decode
-from reviewer.errors import ReviewerError
+from reviewer import artifact_report, decode
+from reviewer.errors import ConfigError, ReviewerError
 from reviewer.report import REPORT_SCHEMA
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -52,6 +52,8 @@ class TriggeringRun:
 
     conclusion: str | None
     event: str | None
+    run_id: int | None = None
+    """The triggering run's id: the run that holds the artifact."""
 
     @property
     def succeeded(self) -> bool:
@@ -149,6 +151,7 @@ class _Event:
         return TriggeringRun(
             conclusion=decode.optional(run, "conclusion", at, _optional_string, None),
             event=decode.optional(run, "event", at, _optional_string, None),
+            run_id=decode.optional(run, "id", at, _pull_number, None),
         )
 
 
@@ -217,7 +220,6 @@ def write_outputs(path: Path, values: Mapping[str, str]) -> None:
 ARTIFACT_SCHEMA = "reviewer.artifact/v1"
 ARTIFACT_FILES = {"report.md": 32 << 20, "report.json": 64 << 20, "pr.json": 64 << 10}
 """Files of an artifact and the largest size accepted for each when reading one back."""
-_MARKER_START = re.compile(r"<!--\s*reviewer:sticky", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,8 @@ class Artifact:
     report: dict[str, Any]
     run_failure: str | None = None
     """How the rendering run ended when that was not `success` (from the trusted event)."""
+    commits: tuple[str, str] | None = None
+    """Read back from an artifact: the target and merge commits its report.json names."""
 
     @property
     def errors(self) -> int:
@@ -254,7 +258,10 @@ def write_artifact(directory: Path, artifact: Artifact, *, report_json: str) -> 
 
 
 def read_artifact(directory: Path) -> Artifact:
-    """Read an artifact made by an untrusted run: every file and field is checked before use."""
+    """Read an artifact made by an untrusted run: every file and field is checked before use.
+
+    Its `report.md` is checked (present, UTF-8, within size) but never used: the Markdown is
+    rebuilt from the strictly decoded `report.json` (`reviewer/artifact_report.py`)."""
     texts = {name: _artifact_file(directory, name, limit) for name, limit in ARTIFACT_FILES.items()}
     meta = _json_object(texts["pr.json"], "pr.json")
     report = _json_object(texts["report.json"], "report.json")
@@ -267,21 +274,12 @@ def read_artifact(directory: Path) -> Artifact:
     head_sha = check_sha(meta.get("head_sha"), "pr.json head_sha")
     if head_sha is None:
         raise ReviewerError("pr.json has no head_sha", file=str(directory))
-    # Our markers are only ever written by us, on the first line: defuse look-alikes.
-    markdown = _MARKER_START.sub("<!-- quoted", texts["report.md"].replace("\x00", ""))
-    return Artifact(number, head_sha, _defuse_html_comments(markdown), report)
-
-
-_FOOTER_MARK = "<!-- reviewer:footer -->"
-
-
-def _defuse_html_comments(markdown: str) -> str:
-    """Every `<!--` shown as text, but the footer mark: a forged one could hide what follows."""
-    at = markdown.rfind(_FOOTER_MARK)
-    if at < 0:
-        return markdown.replace("<!--", "&lt;!--")
-    before, after = markdown[:at], markdown[at + len(_FOOTER_MARK) :]
-    return before.replace("<!--", "&lt;!--") + _FOOTER_MARK + after.replace("<!--", "&lt;!--")
+    try:
+        view = artifact_report.decode_report(report, sha=_sha)
+    except ConfigError as error:
+        raise ReviewerError(f"the report artifact is malformed: {error}") from None
+    markdown = artifact_report.render_markdown(view)
+    return Artifact(number, head_sha, markdown, report, commits=(view.base_sha, view.head_sha))
 
 
 def check_triggering_run(artifact: Artifact, run: TriggeringRun | None) -> Artifact:

@@ -4,14 +4,17 @@ A pull request controls the files of its checkout, symlinks included. A symlink 
 anywhere inside the checkout; one that resolves outside it (`/proc/self/environ`, `~/.ssh`,
 another checkout) and every special file (FIFO, device, socket) is refused with an error
 naming the repository-relative path, before anything reads it. Chart directories are walked
-the same way before Helm's engine loads them (see `check_tree`).
+the same way before Helm's engine loads them (see `check_tree`), and chart archives are
+checked entry by entry before anything extracts or loads them (see `archive_problem`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import tarfile
 from pathlib import Path
+from typing import IO
 
 from reviewer.errors import ConfigError
 
@@ -45,12 +48,13 @@ def read_text(root: Path, source: str) -> str:
         raise ConfigError(source, "not UTF-8 text") from None
 
 
-def check_tree(root: Path, directory: Path) -> None:
+def check_tree(root: Path, directory: Path, *, archives: bool = False) -> None:
     """Refuse a directory (a chart) holding an escaping symlink or a special file.
 
     Follows symlinks that stay inside `root` the way Helm's loader does, directories
-    included, so every file the engine can load has been checked. `ConfigError` names the
-    first offending path relative to `root`.
+    included, so every file the engine can load has been checked. With `archives`, every
+    `.tgz` file in it (a packaged subchart) is checked with `archive_problem` too.
+    `ConfigError` names the first offending path relative to `root`.
     """
     real_root = Path(os.path.realpath(root))
     seen: set[Path] = set()
@@ -65,6 +69,15 @@ def check_tree(root: Path, directory: Path) -> None:
             path = Path(entry.path)
             if _check_entry(path, real_root, root) and path.is_dir():
                 pending.append(path)
+            elif archives and entry.name.endswith(".tgz"):
+                check_archive_file(root, path)
+
+
+def check_archive_file(root: Path, path: Path) -> None:
+    """Refuse the chart archive `path` (inside `root`) when `archive_problem` finds one."""
+    problem = archive_problem(path)
+    if problem is not None:
+        raise ConfigError(_shown(path, root), problem, hint=_ARCHIVE_HINT)
 
 
 def _check_entry(path: Path, real_root: Path, root: Path) -> bool:
@@ -96,3 +109,50 @@ def archive_member_problem(name: str) -> str | None:
     if name.startswith("/") or "\\" in name or ".." in name.split("/"):
         return f"archive entry '{name}' has an absolute or '..' path"
     return None
+
+
+def archive_problem(path: Path) -> str | None:
+    """Why the gzip tar `path` must be neither extracted nor loaded, or None.
+
+    Refused: entries with absolute or `..` paths, symbolic and hard links, devices, FIFOs
+    and every other entry that is not a file or a directory, also inside the packaged
+    subcharts (`.tgz` entries) it carries. An unreadable archive is left to the loader."""
+    try:
+        with path.open("rb") as stream:
+            return _stream_problem(stream, depth=0)
+    except (OSError, tarfile.TarError, EOFError):
+        return None
+
+
+def _stream_problem(stream: IO[bytes], *, depth: int) -> str | None:
+    if depth > _ARCHIVE_DEPTH:
+        return f"archives nested more than {_ARCHIVE_DEPTH} deep"
+    # Stream mode ("r|gz") reads every entry once and never seeks: a nested archive is
+    # checked straight from its parent's stream.
+    with tarfile.open(fileobj=stream, mode="r|gz") as archive:
+        for member in archive:
+            problem = _member_problem(member)
+            if problem is None and member.isfile() and member.name.endswith(".tgz"):
+                nested = archive.extractfile(member)
+                problem = _stream_problem(nested, depth=depth + 1) if nested else None
+                if problem is not None:
+                    problem = f"in '{member.name}': {problem}"
+            if problem is not None:
+                return problem
+    return None
+
+
+def _member_problem(member: tarfile.TarInfo) -> str | None:
+    named = archive_member_problem(member.name)
+    if named is not None:
+        return named
+    if member.issym() or member.islnk():
+        return f"archive entry '{member.name}' is a link ({_LINK_NOTE})"
+    if not (member.isfile() or member.isdir()):
+        return f"archive entry '{member.name}' is not a regular file or directory (device or FIFO)"
+    return None
+
+
+_ARCHIVE_DEPTH = 8
+_LINK_NOTE = "links in chart archives are refused"
+_ARCHIVE_HINT = "a chart archive may hold only regular files and directories under its chart"

@@ -7,7 +7,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from reviewer import yamlio
+from reviewer import jail, yamlio
 from reviewer.charts.errors import CORRUPT_ARCHIVE, ChartError
 from reviewer.errors import ReviewerError
 
@@ -49,7 +49,11 @@ def chart_yaml(chart: Path, *, ref: str) -> dict[str, Any]:
 
 
 def check_archive(path: Path, *, name: str, ref: str, version: str) -> None:
-    """A readable gzip tar holding `<dir>/Chart.yaml` of the expected chart."""
+    """A readable gzip tar holding `<dir>/Chart.yaml` of the expected chart, and only
+    files and directories (see `jail.archive_problem`): nothing else enters the cache."""
+    problem = jail.archive_problem(path)
+    if problem is not None:
+        raise ChartError(ref, CORRUPT_ARCHIVE, problem, version=version)
     try:
         text = archive_chart_yaml(path)
     except (OSError, tarfile.TarError, EOFError, UnicodeDecodeError) as exc:

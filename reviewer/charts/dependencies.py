@@ -123,7 +123,7 @@ class DependencyBuilder:
             )
         if not (source / "Chart.yaml").is_file():
             raise ChartError(ref, DEPENDENCY_MISSING, f"'{name}': no chart at {repository}")
-        jail.check_tree(root, source)
+        jail.check_tree(root, source, archives=True)
         shutil.copytree(source, target / name)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from reviewer import jail
 from reviewer.charts.cache import ChartCache, check_segment
-from reviewer.charts.errors import CHART_NOT_FOUND, NOT_CACHED, ChartError
+from reviewer.charts.errors import CHART_NOT_FOUND, CORRUPT_ARCHIVE, NOT_CACHED, ChartError
 from reviewer.charts.once import Once
 from reviewer.charts.remote import Remote
 from reviewer.charts.semver import is_exact
@@ -51,7 +52,7 @@ class Downloads:
     def download(self, remote: Remote, version: str | None) -> ResolvedChart:
         """The chart `remote` names at `version`; a failure is remembered for the run too."""
         key = (remote.source, remote.name, version or "")
-        return self._once.get(key, lambda: self._download(remote, version))
+        return self._once.get(key, lambda: _checked(remote, self._download(remote, version)))
 
     def _download(self, remote: Remote, version: str | None) -> ResolvedChart:
         check_segment(remote.name, ref=remote.ref, what="chart name", reason=CHART_NOT_FOUND)
@@ -64,3 +65,12 @@ class Downloads:
         if remote.oci:
             return self._oci.download(remote, version)
         return self._http.download(remote, version)
+
+
+def _checked(remote: Remote, chart: ResolvedChart) -> ResolvedChart:
+    """`chart` once its archive holds only files and directories (cached ones too: a cache
+    may outlive the version of reviewer that filled it)."""
+    problem = jail.archive_problem(chart.path)
+    if problem is not None:
+        raise ChartError(remote.ref, CORRUPT_ARCHIVE, problem, version=chart.version)
+    return chart

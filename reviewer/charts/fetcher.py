@@ -80,10 +80,11 @@ class ChartFetcher:
 
 def _jailed(root: Path, local: str) -> Path:
     """The local chart at `local`, checked before Helm's loader reads any of it: the
-    engine follows symlinks itself and would read whatever they point to."""
+    engine follows symlinks itself and would read whatever they point to, and an archive
+    (the chart itself or a packaged subchart) must hold only files and directories."""
     path = root / local
     if path.is_dir():
-        jail.check_tree(root, path)
-    else:
-        jail.resolve_file(root, local)
+        jail.check_tree(root, path, archives=True)
+    elif jail.resolve_file(root, local).is_file():
+        jail.check_archive_file(root, path)
     return path

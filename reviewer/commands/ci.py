@@ -34,7 +34,7 @@ from reviewer.delivery import (
 )
 from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
-from reviewer.github_event import ActionsContext, Artifact, PullRequest
+from reviewer.github_event import ActionsContext, Artifact, PullRequest, TriggeringRun
 from reviewer.marker_keys import shared_marker_key
 from reviewer.publish import (
     CommentMode,
@@ -177,7 +177,7 @@ def run(
         return ExitStatus.OK
     actions = _looked_up(args, actions, env, pacer)
     target = _target(args, actions)
-    artifact, console = _artifact_from(args, target, console, env)
+    artifact, console = _artifact_from(args, target, console, env, actions.triggering_run)
     artifact = github_event.check_triggering_run(artifact, actions.triggering_run)
     if args.shard is not None:
         # A shard's report is partial: only its bundle leaves, for the publishing job.
@@ -281,12 +281,17 @@ def _exit_status(args: CiArgs, artifact: Artifact) -> ExitStatus:
 
 
 def _artifact_from(
-    args: CiArgs, target: Target, console: Console, env: Mapping[str, str]
+    args: CiArgs,
+    target: Target,
+    console: Console,
+    env: Mapping[str, str],
+    run: TriggeringRun | None = None,
 ) -> tuple[Artifact, Console]:
     """The report to deliver, and the console to deliver it with (guarded once rendered)."""
     if args.from_artifact is not None:
         console.info(f"reading the report artifact in {args.from_artifact} (untrusted)")
-        return github_event.read_artifact(args.from_artifact), console
+        artifact = github_event.read_artifact(args.from_artifact)
+        return replace(artifact, markdown=_with_artifact_footer(artifact, target, run)), console
     if args.from_shards:
         expected = Expected(target.number, target.pr_head, target.repository)
         pair, facts = merge_shards(args.from_shards, expected, console)
@@ -336,6 +341,26 @@ def _render(
         save_shard(args.save, pair, facts, outbound_guard(env, args.token_env, console))
         console.info(f"rendered sides of shard {facts.label} saved to {args.save}")
     return pair, commits, console
+
+
+def _with_artifact_footer(artifact: Artifact, target: Target, run: TriggeringRun | None) -> str:
+    """The rebuilt comment with a footer from checked SHAs and the trusted event's run id."""
+    run_url = target.run_url
+    if run is not None and run.run_id is not None and target.repository:
+        run_url = f"{target.server_url}/{target.repository}/actions/runs/{run.run_id}"
+    base, merge = artifact.commits or (artifact.head_sha, artifact.head_sha)
+    footer = report_markdown.render_template(
+        "footer.md.j2",
+        target=base,
+        head=artifact.head_sha,
+        merge=merge,
+        fallback=False,
+        run_url=run_url,
+        server_url=target.server_url,
+        repository=target.repository,
+        version=__version__,
+    )
+    return artifact.markdown.rstrip() + "\n\n" + footer.lstrip()
 
 
 def _with_footer(markdown: str, commits: Commits, target: Target) -> str:

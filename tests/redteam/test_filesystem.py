@@ -87,3 +87,23 @@ def test_symlink_inside_the_checkout_is_fine(repo: Repo) -> None:
     os.symlink("../../common/extra.txt", repo.root / "charts/dump/extra.txt")
     snapshot = repo.render()
     assert _errors(snapshot) == ""
+
+
+def test_chart_template_symlinked_outside_is_refused(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "stolen.yaml"
+    outside.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: template-outside-text}\n")
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    os.symlink(outside, repo.root / "charts/dump/templates/stolen.yaml")
+    snapshot = repo.render()
+    assert "charts/dump/templates/stolen.yaml" in _errors(snapshot)
+    assert "template-outside-text" not in _text(snapshot)
+
+
+def test_group_values_file_symlinked_outside_is_refused(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "group.yaml"
+    outside.write_text("stolen: group-outside-text\n")
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    os.symlink(outside, repo.root / "deployments/g/group.values.yaml")
+    snapshot = repo.render()
+    assert "deployments/g/group.values.yaml" in _errors(snapshot)
+    assert "group-outside-text" not in _text(snapshot)
