@@ -10,6 +10,7 @@ checked entry by entry before anything extracts or loads them (see `archive_prob
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 import tarfile
@@ -127,9 +128,13 @@ def archive_problem(path: Path) -> str | None:
 def _stream_problem(stream: IO[bytes], *, depth: int) -> str | None:
     if depth > _ARCHIVE_DEPTH:
         return f"archives nested more than {_ARCHIVE_DEPTH} deep"
-    # Stream mode ("r|gz") reads every entry once and never seeks: a nested archive is
-    # checked straight from its parent's stream.
-    with tarfile.open(fileobj=stream, mode="r|gz") as archive:
+    # Stream mode reads every entry once and never seeks: a nested archive is checked
+    # straight from its parent's stream. gzip is undone by the gzip module, not by tarfile's
+    # "r|gz": Python 3.11.2 (Debian 12) crashes on the FEXTRA header that Helm packages carry.
+    with (
+        gzip.GzipFile(fileobj=stream, mode="rb") as unzipped,
+        tarfile.open(fileobj=unzipped, mode="r|") as archive,
+    ):
         for member in archive:
             problem = _member_problem(member)
             if problem is None and member.isfile() and member.name.endswith(".tgz"):
