@@ -1,7 +1,7 @@
 """Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1), built as kustomize-controller builds them.
 
 The order is the controller's: kustomize build of `spec.path` with the spec's
-fields written into the kustomization (`kustomize.build_flux`), then per object
+fields written into the kustomization (`kustomize_flux.build_flux`), then per object
 SOPS decryption (when `spec.decryption` is set) and post-build substitution,
 then the owner labels `kustomize.toolkit.fluxcd.io/name|namespace` and last
 `commonMetadata`. Substitution variables come from `substituteFrom` in order
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from reviewer import kustomize, yamlio
+from reviewer import kustomize_flux, yamlio
 from reviewer.errors import ConfigError
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
@@ -74,7 +74,7 @@ class FluxKustomization:
     namespace: str
     source: str
     path: str
-    fields: kustomize.FluxFields
+    fields: kustomize_flux.FluxFields
     post_build: PostBuild | None = None
     decryption: bool = False
     common_labels: Mapping[str, str] = field(default_factory=dict)
@@ -93,7 +93,7 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
     spec = _mapping(document.get("spec"), source, "spec")
     name = _string(metadata.get("name"), source, "metadata.name", required=True)
     path = _string(spec.get("path"), source, "spec.path") or "./"
-    fields = kustomize.FluxFields(
+    fields = kustomize_flux.FluxFields(
         target_namespace=_string(spec.get("targetNamespace"), source, "spec.targetNamespace"),
         name_prefix=_string(spec.get("namePrefix"), source, "spec.namePrefix"),
         name_suffix=_string(spec.get("nameSuffix"), source, "spec.nameSuffix"),
@@ -150,7 +150,7 @@ def build(
 ) -> Built:
     """The objects `kustomization` applies, built from the repository at `root`."""
     directory = root / kustomization.path
-    text = kustomize.build_flux(
+    text = kustomize_flux.build_flux(
         root, directory, kustomization.fields, source=kustomization.source, kubectl=kubectl
     )
     objects = yamlio.load_documents(text, source=f"{kustomization.source} (build)", cache=False)
