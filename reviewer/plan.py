@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,21 +76,21 @@ class PlanError:
     reproduce: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """Everything resolved for one repository side."""
 
-    releases: list[ReleasePlan] = field(default_factory=list)
-    errors: list[PlanError] = field(default_factory=list)
-    objects: list[RenderedRelease] = field(default_factory=list)
+    releases: tuple[ReleasePlan, ...] = ()
+    errors: tuple[PlanError, ...] = ()
+    objects: tuple[RenderedRelease, ...] = ()
     """Object sets a source built itself (plain manifests): rendered already, not yet redacted.
 
     Their failures are here too (as releases with an error), not in `errors`, which the
     twin plan of Helm releases accounts for.
     """
-    replacements: dict[str, str] = field(default_factory=dict)
+    replacements: Mapping[str, str] = field(default_factory=dict)
     """{secret: redacted} for secrets those object sets were built with (SOPS files)."""
-    inputs: dict[ReleaseId, frozenset[str]] = field(default_factory=dict)
+    inputs: Mapping[ReleaseId, frozenset[str]] = field(default_factory=dict)
     """Repository files (or directories) each object set was built from."""
 
     def input_plans(self) -> dict[ReleaseId, ReleasePlan]:
@@ -131,13 +131,14 @@ class Planner:
 
     def plan(self, *, select: Selector = _select_all) -> Plan:
         """Resolve the selected deployments of every cluster."""
-        plan = Plan()
+        releases: list[ReleasePlan] = []
+        errors: list[PlanError] = []
         templates = templates_mod.find_templates(self.fleet.root, self.fleet.layout.templates)
         for cluster in self.fleet.clusters:
             for deployment in cluster.deployments:
                 if select(cluster, deployment):
-                    self._plan_deployment(plan, cluster, deployment, templates)
-        return plan
+                    self._plan_deployment(releases, errors, cluster, deployment, templates)
+        return Plan(releases=tuple(releases), errors=tuple(errors))
 
     def reproduce(self, cluster: str, deployment: str) -> str:
         """A command that renders just this deployment locally."""
@@ -156,12 +157,17 @@ class Planner:
         )
 
     def _plan_deployment(
-        self, plan: Plan, cluster: Cluster, deployment: DeploymentDir, templates: dict[str, str]
+        self,
+        planned: list[ReleasePlan],
+        errors: list[PlanError],
+        cluster: Cluster,
+        deployment: DeploymentDir,
+        templates: dict[str, str],
     ) -> None:
         reproduce = self.reproduce(cluster.path, deployment.name)
 
         def fail(release: str | None, error: ReviewerError) -> None:
-            plan.errors.append(
+            errors.append(
                 PlanError(cluster.path, deployment.name, release, error.render(), reproduce)
             )
 
@@ -202,7 +208,7 @@ class Planner:
                     )
                 continue
             try:
-                plan.releases.append(
+                planned.append(
                     self._release(cluster, deployment, app, release, hierarchy, instance_atlas)
                 )
             except ReviewerError as error:

@@ -122,15 +122,14 @@ def plan_side(
         twin=twin,
     )
     sources = options.sources or (Hierarchy(layout=options.layout),)
-    plan = Plan()
-    for source in sources:
-        found = source.plan(context)
-        plan.releases.extend(found.releases)
-        plan.errors.extend(found.errors)
-        plan.objects.extend(found.objects)
-        plan.replacements.update(found.replacements)
-        plan.inputs.update(found.inputs)
-    return plan
+    found = [source.plan(context) for source in sources]
+    return Plan(
+        releases=tuple(release for plan in found for release in plan.releases),
+        errors=tuple(error for plan in found for error in plan.errors),
+        objects=tuple(objects for plan in found for objects in plan.objects),
+        replacements={real: shown for plan in found for real, shown in plan.replacements.items()},
+        inputs={rid: inputs for plan in found for rid, inputs in plan.inputs.items()},
+    )
 
 
 class _RedactedSecrets:

@@ -125,7 +125,9 @@ class _Unit:
 
 def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
     """Build every selected object set below `paths` of `context.root`."""
-    plan = Plan()
+    objects: list[RenderedRelease] = []
+    replacements: dict[str, str] = {}
+    inputs: dict[ReleaseId, frozenset[str]] = {}
     for path in paths:
         directory = context.root / path
         if not directory.is_dir():
@@ -136,15 +138,15 @@ def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
                 error=error.render(),
                 reproduce=_reproduce(name, path, context.display_root),
             )
-            plan.objects.append(failure)
+            objects.append(failure)
             continue
         top = context.root / path if len(paths) == 1 else context.root
         for unit in _units(context.root, directory, top):
             if context.select.location(name, unit.directory):
-                built = _build(name, unit, context, plan.replacements)
-                plan.objects.append(built)
-                plan.inputs[built.id] = frozenset({unit.path})
-    return plan
+                built = _build(name, unit, context, replacements)
+                objects.append(built)
+                inputs[built.id] = frozenset({unit.path})
+    return Plan(objects=tuple(objects), replacements=replacements, inputs=inputs)
 
 
 def _units(root: Path, directory: Path, top: Path) -> Iterator[_Unit]:
