@@ -26,7 +26,8 @@ from reviewer.helmreleases import names, postrender
 from reviewer.helmreleases import values as values_mod
 from reviewer.helmreleases.catalog import Catalog, Document, collect
 from reviewer.helmreleases.charts import chart_source
-from reviewer.helmreleases.objects import HelmRelease, ObjectRef, ValuesReference, secret_data
+from reviewer.helmreleases.objects import HelmRelease, ObjectRef, ValuesReference
+from reviewer.helmreleases.source_objects import secret_data
 from reviewer.model import ReleaseId
 from reviewer.plan import Plan, PlanError, ReleasePlan
 from reviewer.sops import SopsDecoder
