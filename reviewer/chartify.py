@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from reviewer import kustomize, yamlio
+from reviewer import kustomize, kustomize_check, yamlio
 from reviewer.errors import ConfigError
 
 DEFAULT_CHART_VERSION = "1.0.0"
@@ -52,7 +52,7 @@ def chartify(
         shutil.rmtree(chart)
     files = chart / "files" / "templates"
     files.mkdir(parents=True)
-    if kustomize.find_kustomization(directory) is not None:
+    if kustomize_check.find_kustomization(directory) is not None:
         built = kustomize.build(real_root, directory, timeout=timeout, kubectl=kubectl)
         (files / KUSTOMIZED_MANIFEST).write_text(built, encoding="utf-8")
     else:

@@ -35,8 +35,9 @@ from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.marker_keys import local_marker_key, shared_marker_key
 from reviewer.publish import CommentMode, StatusKind
-from reviewer.side import Selection, Shard, SideOptions, Tooling
+from reviewer.side import Selection, Shard, SideOptions
 from reviewer.sops import KeylessMode
+from reviewer.tooling import Tooling
 
 P = ParamSpec("P")
 T = TypeVar("T")

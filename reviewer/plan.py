@@ -7,15 +7,15 @@ rest of the fleet is still planned.
 
 from __future__ import annotations
 
-import posixpath
-import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from reviewer import capabilities as capabilities_mod
 from reviewer import deployment as deployment_mod
 from reviewer import jail, yamlio
+from reviewer import plan_commands as commands
+from reviewer import plan_contexts as contexts
 from reviewer import templates as templates_mod
 from reviewer import values as values_mod
 from reviewer.charts.defaults import ChartDefaults
@@ -76,21 +76,21 @@ class PlanError:
     reproduce: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """Everything resolved for one repository side."""
 
-    releases: list[ReleasePlan] = field(default_factory=list)
-    errors: list[PlanError] = field(default_factory=list)
-    objects: list[RenderedRelease] = field(default_factory=list)
+    releases: tuple[ReleasePlan, ...] = ()
+    errors: tuple[PlanError, ...] = ()
+    objects: tuple[RenderedRelease, ...] = ()
     """Object sets a source built itself (plain manifests): rendered already, not yet redacted.
 
     Their failures are here too (as releases with an error), not in `errors`, which the
     twin plan of Helm releases accounts for.
     """
-    replacements: dict[str, str] = field(default_factory=dict)
+    replacements: Mapping[str, str] = field(default_factory=dict)
     """{secret: redacted} for secrets those object sets were built with (SOPS files)."""
-    inputs: dict[ReleaseId, frozenset[str]] = field(default_factory=dict)
+    inputs: Mapping[ReleaseId, frozenset[str]] = field(default_factory=dict)
     """Repository files (or directories) each object set was built from."""
 
     def input_plans(self) -> dict[ReleaseId, ReleasePlan]:
@@ -131,37 +131,27 @@ class Planner:
 
     def plan(self, *, select: Selector = _select_all) -> Plan:
         """Resolve the selected deployments of every cluster."""
-        plan = Plan()
+        releases: list[ReleasePlan] = []
+        errors: list[PlanError] = []
         templates = templates_mod.find_templates(self.fleet.root, self.fleet.layout.templates)
         for cluster in self.fleet.clusters:
             for deployment in cluster.deployments:
                 if select(cluster, deployment):
-                    self._plan_deployment(plan, cluster, deployment, templates)
-        return plan
-
-    def reproduce(self, cluster: str, deployment: str) -> str:
-        """A command that renders just this deployment locally."""
-        return shlex.join(
-            [
-                "reviewer",
-                "render",
-                self.display_root,
-                "--cluster",
-                cluster,
-                "--deployment",
-                deployment,
-                "--out",
-                "/tmp/reviewer-render",
-            ]
-        )
+                    self._plan_deployment(releases, errors, cluster, deployment, templates)
+        return Plan(releases=tuple(releases), errors=tuple(errors))
 
     def _plan_deployment(
-        self, plan: Plan, cluster: Cluster, deployment: DeploymentDir, templates: dict[str, str]
+        self,
+        planned: list[ReleasePlan],
+        errors: list[PlanError],
+        cluster: Cluster,
+        deployment: DeploymentDir,
+        templates: dict[str, str],
     ) -> None:
-        reproduce = self.reproduce(cluster.path, deployment.name)
+        reproduce = commands.render_command(self.display_root, cluster.path, deployment.name)
 
         def fail(release: str | None, error: ReviewerError) -> None:
-            plan.errors.append(
+            errors.append(
                 PlanError(cluster.path, deployment.name, release, error.render(), reproduce)
             )
 
@@ -176,14 +166,14 @@ class Planner:
         expanded: list[tuple[AppSpec, ReleaseSpec, Values]] = []
         for app in spec.apps:
             instance = _instance(app, spec)
-            instance_atlas = {**atlas, "instance": _atlas_instance(instance)}
+            instance_atlas = {**atlas, "instance": contexts.atlas_instance(instance)}
             try:
                 releases = templates_mod.expand(
                     root=self.fleet.root,
                     source=templates[app.template],
                     instance=instance,
                     context=values_mod.with_atlas(
-                        _template_context(app, hierarchy.values), instance_atlas
+                        contexts.template_context(app, hierarchy.values), instance_atlas
                     ),
                     renderer=self.renderer,
                 )
@@ -202,50 +192,11 @@ class Planner:
                     )
                 continue
             try:
-                plan.releases.append(
+                planned.append(
                     self._release(cluster, deployment, app, release, hierarchy, instance_atlas)
                 )
             except ReviewerError as error:
                 fail(release.name, error)
-
-    def _helm_command(
-        self,
-        cluster: Cluster,
-        deployment: DeploymentDir,
-        release: ReleaseSpec,
-        capabilities: capabilities_mod.Capabilities,
-        patches: Patches,
-    ) -> str | None:
-        """`reviewer values ... > values.yaml && helm template ...` for this release."""
-        chart = _helm_chart_args(release, self.display_root)
-        if chart is None or patches:
-            return None  # patches are applied after Helm: no one helm command does that
-        values = shlex.join(
-            [
-                "reviewer",
-                "values",
-                self.display_root,
-                "--cluster",
-                cluster.path,
-                "--deployment",
-                deployment.name,
-                "--release",
-                release.name,
-                "--no-redact",
-            ]
-        )
-        helm = shlex.join(
-            [
-                "helm",
-                "template",
-                release.name,
-                *chart,
-                "--namespace",
-                release.namespace,
-                *_capability_args(capabilities),
-            ]
-        )
-        return f"{values} > /tmp/reviewer-values.yaml && {helm} -f /tmp/reviewer-values.yaml"
 
     def _deployment_spec(
         self,
@@ -285,22 +236,13 @@ class Planner:
         hierarchy: Hierarchy,
         atlas: Values,
     ) -> ReleasePlan:
-        entries: list[tuple[ValuesEntry, str, bool]] = [
-            *((entry, "template values", False) for entry in release.values),
-        ]
-        if release.set_values:
-            entries.append((_set_entry(release), "template set", False))
-        entries += [
-            *((entry, "instance values", False) for entry in app.values),
-            *((entry, "template secrets", True) for entry in release.secrets),
-            *((entry, "instance secrets", True) for entry in app.secrets),
-        ]
+        entries = _values_entries(release, app)
         labels = {
             **release.labels,
             **app.labels,
-            **_standard_labels(cluster, deployment, app, self.fleet.layout.variant),
+            **contexts.standard_labels(cluster, deployment, app, self.fleet.layout.variant),
         }
-        release_context = _release_context(release, labels)
+        release_context = contexts.release_context(release, labels)
         hierarchy = self._hierarchy_for(hierarchy, atlas, release_context)
         layers = self.loader.release_layers(
             entries,
@@ -319,15 +261,9 @@ class Planner:
         patches = release.patches.then(app.patches)
         inputs = {
             f"{deployment.path}/{DEPLOYMENT_FILE}",
-            release.source,
-            *release.files,
-            *app.patches.files,
             *([capabilities_file] if capabilities_file else []),
-            *(entry.file for entry, _, _ in entries if entry.file is not None),
-            *(layer.source for layer in hierarchy.layers),
+            *_release_inputs(release, app, entries, hierarchy),
         }
-        if release.chart.local is not None:
-            inputs.add(release.chart.local)
         return ReleasePlan(
             id=ReleaseId(cluster.path, deployment.name, release.name),
             namespace=release.namespace,
@@ -339,8 +275,10 @@ class Planner:
             inputs=frozenset(inputs),
             skip_schema_validation=release.skip_schema_validation,
             template_file=release.source,
-            reproduce=self.reproduce(cluster.path, deployment.name),
-            helm_command=self._helm_command(cluster, deployment, release, capabilities, patches),
+            reproduce=commands.render_command(self.display_root, cluster.path, deployment.name),
+            helm_command=commands.helm_command(
+                self.display_root, cluster, deployment, release, capabilities, patches
+            ),
             capabilities=capabilities,
             patches=patches,
         )
@@ -375,29 +313,6 @@ class Planner:
         }
 
 
-def _helm_chart_args(release: ReleaseSpec, display_root: str) -> list[str] | None:
-    """The chart arguments of `helm template` for the release's chart reference."""
-    chart = release.chart
-    version = ["--version", release.version] if release.version else []
-    if chart.local is not None:
-        return [posixpath.join(display_root, chart.local)]
-    if chart.repository is None:
-        return None
-    if chart.repository.startswith("oci://"):
-        if chart.ref.startswith("oci://"):
-            return [chart.ref, *version]
-        name = chart.ref.split("/", 1)[1]
-        return [f"{chart.repository.rstrip('/')}/{name}", *version]
-    return [chart.ref.split("/", 1)[1], "--repo", chart.repository, *version]
-
-
-def _capability_args(capabilities: capabilities_mod.Capabilities) -> list[str]:
-    args = ["--kube-version", capabilities.kube_version] if capabilities.kube_version else []
-    if capabilities.api_versions:
-        args += ["--api-versions", ",".join(capabilities.api_versions)]
-    return args
-
-
 def _instance(app: AppSpec, spec: DeploymentSpec) -> Instance:
     return Instance(
         template=app.template,
@@ -407,28 +322,38 @@ def _instance(app: AppSpec, spec: DeploymentSpec) -> Instance:
     )
 
 
-def _atlas_instance(instance: Instance) -> dict[str, Any]:
-    return {"template": instance.template, "name": instance.name, "namespace": instance.namespace}
+def _values_entries(release: ReleaseSpec, app: AppSpec) -> list[tuple[ValuesEntry, str, bool]]:
+    """The release's values sources (entry, label, is secret), lowest priority first."""
+    entries: list[tuple[ValuesEntry, str, bool]] = [
+        *((entry, "template values", False) for entry in release.values),
+    ]
+    if release.set_values:
+        entries.append((_set_entry(release), "template set", False))
+    entries += [
+        *((entry, "instance values", False) for entry in app.values),
+        *((entry, "template secrets", True) for entry in release.secrets),
+        *((entry, "instance secrets", True) for entry in app.secrets),
+    ]
+    return entries
 
 
-def _template_context(app: AppSpec, hierarchy: Values) -> Values:
-    """What an app template sees: the instance's inline values under the hierarchy.
-
-    As in ATLAS, instance values files are left out (they may need `.Release`,
-    which only exists once the template has named the release).
-    """
-    return values_mod.merge(values_mod.inline(app.values), hierarchy)
-
-
-def _release_context(release: ReleaseSpec, labels: dict[str, str]) -> dict[str, Any]:
-    """helmfile's `.Release` in values templates: name, namespace, labels, chart."""
-    return {
-        "Name": release.name,
-        "Namespace": release.namespace,
-        "Labels": labels,
-        "Chart": release.chart.ref,
-        "KubeContext": "",
+def _release_inputs(
+    release: ReleaseSpec,
+    app: AppSpec,
+    entries: list[tuple[ValuesEntry, str, bool]],
+    hierarchy: Hierarchy,
+) -> set[str]:
+    """Repository files a release reads besides its deployment.yaml and capabilities."""
+    inputs = {
+        release.source,
+        *release.files,
+        *app.patches.files,
+        *(entry.file for entry, _, _ in entries if entry.file is not None),
+        *(layer.source for layer in hierarchy.layers),
     }
+    if release.chart.local is not None:
+        inputs.add(release.chart.local)
+    return inputs
 
 
 def _set_entry(release: ReleaseSpec) -> ValuesEntry:
@@ -438,22 +363,6 @@ def _set_entry(release: ReleaseSpec) -> ValuesEntry:
         base="",
         inline=release.set_values,
     )
-
-
-def _standard_labels(
-    cluster: Cluster, deployment: DeploymentDir, app: AppSpec, variant: str
-) -> dict[str, str]:
-    labels = {
-        "cluster": cluster.path,
-        "clusterName": cluster.name,
-        "deploymentName": deployment.name,
-        "template": app.template,
-        "instance": app.name,
-        "variant": variant,
-    }
-    if cluster.group is not None:
-        labels["clusterGroup"] = cluster.group
-    return labels
 
 
 def _duplicate(name: str, source: str, apps: list[AppSpec]) -> ConfigError:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reviewer import decode, jail, kustomize, yamlio
+from reviewer import decode, jail, kustomize, kustomize_check, yamlio
 from reviewer.errors import RenderError
 from reviewer.paths import inside
 
@@ -88,7 +88,7 @@ def decode_patches(
             else:
                 loaded[name].append((decode.mapping(item, where), where))
     for config, where in loaded["transformers"]:
-        kustomize.check_plugin_config(config, file=where.file, field=where.name)
+        kustomize_check.check_plugin_config(config, file=where.file, field=where.name)
     return Patches(
         strategic_merge=tuple(_strategic(item, where) for item, where in loaded[PATCH_FIELDS[0]]),
         json_patches=tuple(_json_patch(item, where) for item, where in loaded[PATCH_FIELDS[1]]),

@@ -30,7 +30,7 @@ def refuse_secret_charts(real: Plan, twin: Plan) -> Plan:
             errors.append(_refused(release, other))
         else:
             kept.append(release)
-    return replace(real, releases=kept, errors=errors)
+    return replace(real, releases=tuple(kept), errors=tuple(errors))
 
 
 def _reference(release: ReleasePlan) -> tuple[object, ...]:

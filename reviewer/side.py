@@ -11,35 +11,26 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reviewer import config as config_mod
-from reviewer.charts import ChartFetcher, Credentials
-from reviewer.config import CONFIG_FILE, RepoConfig
+from reviewer.config import CONFIG_FILE
 from reviewer.discover import Cluster, DeploymentDir, Layout
-from reviewer.engine import make_engine
-from reviewer.filters import check_selection
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.limits import LimitFlags, Limits
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, ReleasePlan
-from reviewer.redact import LeakGuard, Redactor, leaf_texts, redact_tree, replacement_map
+from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
-from reviewer.regenerated import Regeneration, find_regenerated, publishable
-from reviewer.render import RenderCache, render_again, render_plan
-from reviewer.sandbox import SandboxPool
-from reviewer.sops import KeylessMode, SopsDecoder
-from reviewer.sources import registry
+from reviewer.render import render_plan
+from reviewer.sops import SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
 from reviewer.sources.protocol import PlanContext, Source
+from reviewer.tooling import Tools
 from reviewer.twins import publish_twins
 from reviewer.values import NoSecrets, SecretsLoader, Values
-from reviewer.workers import Pool
 
 
 @dataclass(frozen=True)
@@ -105,72 +96,6 @@ class SideOptions:
     """Where releases come from; empty: the hierarchy described by `layout`."""
 
 
-@dataclass(frozen=True)
-class Tooling:
-    """Which Helm engine renders and where charts come from."""
-
-    cache_dir: Path | None = None  # None: a throwaway cache for this run only
-    credentials: Credentials = field(default_factory=lambda: Credentials({}, []))
-    helm_engine: str = "embedded"
-    helm_binary: Path | None = None
-    offline: bool = False
-    jobs: int = 1
-    limits: LimitFlags = field(default_factory=LimitFlags)
-    """Render limits given on the command line (they win over `.reviewer.yaml`)."""
-    allow_loopback: bool = False
-    """Chart repositories on loopback addresses allowed (local use, tests)."""
-
-    def limits_with(self, settings: RepoConfig) -> Limits:
-        """The render limits: command line, else the base side's `.reviewer.yaml`."""
-        return self.limits.over(settings.limits)
-
-
-@dataclass(frozen=True)
-class Tools:
-    """What renders one run's releases; both sides of a diff share it, caches included."""
-
-    pool: Pool
-    fetcher: ChartFetcher
-    cache: RenderCache = field(default_factory=RenderCache)
-
-
-@contextmanager
-def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterator[Tools]:
-    """The render pool and the chart fetcher for one run, closed afterwards.
-
-    `settings` (the base side's `.reviewer.yaml`) give the render limits and chart hosts.
-    """
-    settings = settings or RepoConfig()
-    engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
-    pool: Pool = SandboxPool(
-        engine, jobs=tooling.jobs, binary=tooling.helm_binary, limits=tooling.limits_with(settings)
-    )
-    try:
-        with (
-            _cache_dir(tooling.cache_dir) as cache_dir,
-            ChartFetcher(
-                cache_dir=cache_dir,
-                offline=tooling.offline,
-                credentials=tooling.credentials,
-                policy=replace(settings.charts, allow_loopback=tooling.allow_loopback),
-            ) as fetcher,
-        ):
-            yield Tools(pool, fetcher)
-    finally:
-        pool.close()
-        engine.close()
-
-
-@contextmanager
-def _cache_dir(given: Path | None) -> Iterator[Path]:
-    """`given`, or a throwaway directory removed when the run ends."""
-    if given is not None:
-        yield given
-        return
-    with tempfile.TemporaryDirectory(prefix="reviewer-charts-") as temporary:
-        yield Path(temporary)
-
-
 def plan_side(
     root: Path,
     *,
@@ -197,15 +122,14 @@ def plan_side(
         twin=twin,
     )
     sources = options.sources or (Hierarchy(layout=options.layout),)
-    plan = Plan()
-    for source in sources:
-        found = source.plan(context)
-        plan.releases.extend(found.releases)
-        plan.errors.extend(found.errors)
-        plan.objects.extend(found.objects)
-        plan.replacements.update(found.replacements)
-        plan.inputs.update(found.inputs)
-    return plan
+    found = [source.plan(context) for source in sources]
+    return Plan(
+        releases=tuple(release for plan in found for release in plan.releases),
+        errors=tuple(error for plan in found for error in plan.errors),
+        objects=tuple(objects for plan in found for objects in plan.objects),
+        replacements={real: shown for plan in found for real, shown in plan.replacements.items()},
+        inputs={rid: inputs for plan in found for rid, inputs in plan.inputs.items()},
+    )
 
 
 class _RedactedSecrets:
@@ -342,7 +266,8 @@ ProgressBar = Callable[[int], AbstractContextManager[Callable[[], None]]]
 """Given the number of releases, a context yielding `advance()` (e.g. a terminal bar)."""
 
 
-def _no_bar(total: int) -> AbstractContextManager[Callable[[], None]]:
+def no_bar(total: int) -> AbstractContextManager[Callable[[], None]]:
+    """A progress bar that shows nothing."""
     return nullcontext(lambda: None)
 
 
@@ -353,7 +278,7 @@ def render_side(
     tools: Tools,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
-    bar: ProgressBar = _no_bar,
+    bar: ProgressBar = no_bar,
 ) -> SideRender:
     """Plan and render one checkout."""
     planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
@@ -437,146 +362,3 @@ def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRel
     error = redactor.redact_text(release.error) if release.error is not None else None
     labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
     return replace(release, resources=resources, error=error, labels=labels)
-
-
-# --- preparing the sides of one command: render, then redact ------------------------------
-
-
-@dataclass(frozen=True)
-class SideRequest:
-    """What a rendering command asks for: options, layout overrides, secrets and tooling."""
-
-    options: SideOptions = field(default_factory=SideOptions)
-    definitions: str | None = None
-    templates: str | None = None
-    secrets: KeylessMode = KeylessMode.FALLBACK
-    tooling: Tooling = field(default_factory=Tooling)
-
-
-SideWatch = Callable[[int, RenderCache], AbstractContextManager[ProgressBar]]
-"""Around the rendering of side `i` (with the shared cache): yields its progress bar."""
-
-
-def _unwatched(index: int, cache: RenderCache) -> AbstractContextManager[ProgressBar]:
-    return nullcontext(_no_bar)
-
-
-@dataclass(frozen=True)
-class PreparedSides:
-    """Sides rendered and redacted together; `redactor` is theirs (the union of their maps)."""
-
-    config: RepoConfig
-    rendered: tuple[SideRender, ...]
-    """As rendered: real values, for what must compare unredacted content."""
-    redacted: tuple[Snapshot, ...]
-    redactor: Redactor
-    keyless: str | None
-    """The report line saying secrets were not decrypted, if any were not."""
-    regeneration: Regeneration = field(default_factory=Regeneration)
-    """Fields the last side's charts regenerate on every render (found by rendering twice)."""
-    sources: str = ""
-    """Which sources were planned, and whether they were declared or detected."""
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        """The report's warnings: secrets not decrypted, then what the twin alignment masked."""
-        keyless = (self.keyless,) if self.keyless else ()
-        found = (w for side in self.redacted for w in side.warnings)
-        return tuple(dict.fromkeys((*keyless, *found)))
-
-    def guard(self) -> LeakGuard:
-        """The leak guard of the finished redaction (map keys redacted so far are public)."""
-        return self.redactor.guard()
-
-
-def _leaves(rendered: Sequence[SideRender]) -> list[str]:
-    return [leaf for side in rendered for leaf in side.leaves]
-
-
-def prepare_sides(
-    roots: Sequence[Path],
-    request: SideRequest,
-    *,
-    config_root: Path,
-    marker_key: bytes | None,
-    watch: SideWatch = _unwatched,
-    unknown_filter: Callable[[str], None] | None = None,
-) -> PreparedSides:
-    """Render every root with one tool set, then redact all with the union of their maps.
-
-    A secret that a change removes must not leak through the baseline, nor a new one
-    through the other side. Settings come from `config_root` (a diff's base side). A filter
-    naming nothing fails before rendering; with `unknown_filter` it is only reported there.
-    """
-    config = config_mod.load(config_root, request.options.config_file)
-    layout = config_mod.with_overrides(
-        config, definitions=request.definitions, templates=request.templates
-    )
-    sources = _sources(config, layout, config_root)
-    options = replace(request.options, layout=layout, sources=sources)
-    selection = options.selection
-    hierarchies = [source for source in sources if isinstance(source, Hierarchy)]
-    # Filters are checked against a fleet; names of other kinds' sources are not known there.
-    if len(hierarchies) == len(sources) == 1:
-        check_selection(
-            roots,
-            hierarchies[0].layout,
-            selection.clusters,
-            selection.deployments,
-            warn=unknown_filter,
-        )
-    renderer = TemplateRenderer(request.tooling.limits_with(config))
-    decoder = SopsDecoder(keyless=request.secrets)
-    rendered: list[SideRender] = []
-    with open_tooling(request.tooling, config) as tools:
-        for index, root in enumerate(roots):
-            with watch(index, tools.cache) as bar:
-                rendered.append(
-                    render_side(
-                        root,
-                        options=options,
-                        tools=tools,
-                        renderer=renderer,
-                        secrets=decoder,
-                        bar=bar,
-                    )
-                )
-        regeneration = _regeneration(roots, rendered, tools)
-    replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
-    redactor = Redactor(replacements, key=marker_key, leaves=_leaves(rendered))
-    return PreparedSides(
-        config=config,
-        rendered=tuple(rendered),
-        redacted=tuple(redact_snapshot(side.shown, redactor) for side in rendered),
-        redactor=redactor,
-        keyless=keyless_warning(decoder.keyless_sources),
-        regeneration=regeneration,
-        sources=registry.describe(sources, detected=not config.sources),
-    )
-
-
-def _sources(config: RepoConfig, layout: Layout, root: Path) -> tuple[Source, ...]:
-    """Declared sources (from the base side), else detected ones; the layout given on
-    the command line applies to a detected hierarchy."""
-    if config.sources:
-        return config.sources
-    return registry.detect(root, layout)
-
-
-def _regeneration(
-    roots: Sequence[Path], rendered: Sequence[SideRender], tools: Tools
-) -> Regeneration:
-    """For a pair of sides: render the head's differing releases again and compare."""
-    if len(rendered) != 2:
-        return Regeneration()
-    head = rendered[1]
-    plans = {release.id: release for release in head.real}
-
-    def again(ids: Sequence[ReleaseId]) -> dict[ReleaseId, RenderedRelease]:
-        wanted = [plans[rid] for rid in ids if rid in plans]
-        return render_again(
-            wanted, root=roots[1], fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
-        )
-
-    found = find_regenerated(rendered[0].snapshot, head.snapshot, again)
-    return publishable(found, head.shown)

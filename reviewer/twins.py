@@ -15,7 +15,7 @@ objects that do not pair up are masked and the release carries a note.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -227,8 +227,8 @@ def publish_twins(
     differing = [(r, t) for r, t in differing if _reference(r) == _reference(t)]
     to_render = [t for _, t in differing] + unpaired
     twin_plan = Plan(
-        releases=[replace(t, skip_schema_validation=True) for t in to_render],
-        errors=list(twin.errors),
+        releases=tuple(replace(t, skip_schema_validation=True) for t in to_render),
+        errors=twin.errors,
     )
     twin_rendered = render(twin_plan).by_id()
     real_rendered = rendered.by_id()
@@ -290,7 +290,7 @@ def pair_plans(
     return pairs, unpaired
 
 
-def _groups(releases: list[ReleasePlan]) -> dict[Group, list[ReleasePlan]]:
+def _groups(releases: Sequence[ReleasePlan]) -> dict[Group, list[ReleasePlan]]:
     grouped: dict[Group, list[ReleasePlan]] = {}
     for release in releases:
         grouped.setdefault((release.id.cluster, release.id.deployment), []).append(release)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from reviewer.commands.diff import DiffArgs, ReportArgs
 from reviewer.console import Console
-from reviewer.side import SideOptions, Tooling
+from reviewer.side import SideOptions
+from reviewer.tooling import Tooling
 
 
 def memory_console() -> tuple[Console, io.StringIO, io.StringIO]:

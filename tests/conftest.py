@@ -15,7 +15,8 @@ from github_api import TOKEN, FakeGitHub, User, load_spec
 from reviewer import yamlio
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
-from reviewer.side import SideOptions, Tooling, open_tooling, render_side
+from reviewer.side import SideOptions, render_side
+from reviewer.tooling import Tooling, open_tooling
 from reviewer.values import SecretsLoader
 
 # A chart whose only object is a ConfigMap holding the `.Values` Helm received,

@@ -14,8 +14,8 @@ from reviewer.helmreleases.planner import FluxInputs, plan_helmreleases
 from reviewer.model import Resource, Snapshot
 from reviewer.plan import Plan
 from reviewer.render import render_plan
-from reviewer.side import Tooling, open_tooling
 from reviewer.sops import SopsDecoder
+from reviewer.tooling import Tooling, open_tooling
 from reviewer.values import NoSecrets, SecretsLoader
 
 APP_CHART = {

@@ -43,7 +43,7 @@ def plans_by_id(root: Path, *, failures: bool = False) -> dict[ReleaseId, Releas
     """The planned releases of `root` by identity; any plan error fails the test unless
     `failures` allows them."""
     plan = plan_repo(root)
-    assert failures or plan.errors == [], [error.message for error in plan.errors]
+    assert failures or plan.errors == (), [error.message for error in plan.errors]
     return {release.id: release for release in plan.releases}
 
 

@@ -7,7 +7,8 @@ from conftest import Repo, release
 
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import Snapshot
-from reviewer.side import SideOptions, Tooling, open_tooling, render_side
+from reviewer.side import SideOptions, render_side
+from reviewer.tooling import Tooling, open_tooling
 
 # A chart guarded by capabilities, as charts ship ServiceMonitors and version-gated objects.
 CAPS_CHART = {

@@ -254,7 +254,7 @@ def test_git_repository_chart_through_a_helm_chart_object(flux: Repo) -> None:
         "clusters/prod/app.yaml", helmrelease("web", chartRef={"kind": "HelmChart", "name": "app"})
     )
     planned = plan(flux)
-    assert planned.errors == []
+    assert planned.errors == ()
     assert {"clusters/prod/sources.yaml", "charts/app"} <= planned.releases[0].inputs
     assert "Deployment/web" in objects(render(flux, planned))
 
@@ -343,7 +343,7 @@ def _precedence_release(flux: Repo, values_from: list[dict[str, Any]]) -> dict[s
         ),
     )
     planned = plan(flux)
-    assert planned.errors == []
+    assert planned.errors == ()
     return planned.releases[0].values
 
 
@@ -418,7 +418,7 @@ def test_missing_values_are_errors_unless_optional(flux: Repo) -> None:
         helmrelease("web", chart=chart_spec("app", "charts"), valuesFrom=values_from),
     )
     planned = plan(flux)
-    assert planned.releases == []
+    assert planned.releases == ()
     [error] = planned.errors
     assert error.message == (
         "clusters/prod/app.yaml: spec.valuesFrom[1]: could not resolve ConfigMap chart values "
@@ -686,7 +686,7 @@ def test_helmreleases_from_a_build_are_planned_like_files(flux: Repo) -> None:
             documents=(("Kustomization apps/apps", git), ("Kustomization apps/apps", built)),
         )
     )
-    assert planned.errors == []
+    assert planned.errors == ()
     assert [(r.id.release, r.chart.local) for r in planned.releases] == [("built", "charts/app")]
 
 

@@ -14,6 +14,7 @@ from reviewer import yamlio
 from reviewer.errors import ConfigError
 from reviewer.sops import SopsDecoder
 from reviewer.sources import flux_kustomization as fks
+from reviewer.sources import flux_kustomization_spec as fkspec
 
 
 def write(root: Path, files: Mapping[str, Any]) -> None:
@@ -24,15 +25,15 @@ def write(root: Path, files: Mapping[str, Any]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def kustomization(spec: Mapping[str, Any], name: str = "apps") -> fks.FluxKustomization:
+def kustomization(spec: Mapping[str, Any], name: str = "apps") -> fkspec.FluxKustomization:
     document = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
         "metadata": {"name": name, "namespace": "flux-system"},
         "spec": {"interval": "10m", "sourceRef": {"kind": "GitRepository", "name": "x"}, **spec},
     }
-    assert fks.is_kustomization(document)
-    return fks.decode(document, source="clusters/prod/apps.yaml")
+    assert fkspec.is_kustomization(document)
+    return fkspec.decode(document, source="clusters/prod/apps.yaml")
 
 
 def lookup_in(objects: list[dict[str, Any]]) -> fks.ObjectLookup:
@@ -50,7 +51,7 @@ def lookup_in(objects: list[dict[str, Any]]) -> fks.ObjectLookup:
     return lookup
 
 
-def build(ks: fks.FluxKustomization, root: Path, **options: Any) -> list[dict[str, Any]]:
+def build(ks: fkspec.FluxKustomization, root: Path, **options: Any) -> list[dict[str, Any]]:
     return list(fks.build(ks, root, **options).objects)
 
 

@@ -11,7 +11,7 @@ from stages import plan_repo
 
 from reviewer.model import ReleaseId, Snapshot
 from reviewer.render import RenderCache, render_plan
-from reviewer.side import Tooling, Tools, open_tooling
+from reviewer.tooling import Tooling, Tools, open_tooling
 
 APP = "apps: [{template: app}]\n"
 

@@ -12,17 +12,11 @@ from conftest import Repo, received_values
 from reviewer.errors import ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, Snapshot
+from reviewer.prepare import SideRequest, prepare_sides
 from reviewer.redact import LeakError
-from reviewer.side import (
-    Selection,
-    SideOptions,
-    SideRequest,
-    Tooling,
-    open_tooling,
-    prepare_sides,
-    render_side,
-)
+from reviewer.side import Selection, SideOptions, render_side
 from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.tooling import Tooling, open_tooling
 
 PASSWORD = "hunter2-Sup3r-base"
 NEW_PASSWORD = "Corr3ct-Horse-head"

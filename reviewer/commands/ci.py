@@ -36,6 +36,7 @@ from reviewer.diff.options import DifferChoice
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.github_event import ActionsContext, Artifact, PullRequest, TriggeringRun
 from reviewer.marker_keys import shared_marker_key
+from reviewer.prepare import SideRequest
 from reviewer.publish import (
     CommentMode,
     GitHub,
@@ -45,8 +46,9 @@ from reviewer.publish import (
     write_job_summary,
 )
 from reviewer.shards import Expected, ShardFacts, merge_shards, save_shard
-from reviewer.side import Shard, SideOptions, SideRequest, Tooling
+from reviewer.side import Shard, SideOptions
 from reviewer.sops import KeylessMode
+from reviewer.tooling import Tooling
 
 
 @dataclass(frozen=True)

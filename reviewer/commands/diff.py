@@ -23,20 +23,13 @@ from reviewer.discover import Layout, discovery_warnings
 from reviewer.errors import ExitStatus
 from reviewer.explain import changed_files, explain
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
+from reviewer.prepare import PreparedSides, SideRequest, SideWatch, prepare_sides
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
 from reviewer.shards import save_diff_shard
-from reviewer.side import (
-    PreparedSides,
-    ProgressBar,
-    Shard,
-    SideOptions,
-    SideRequest,
-    SideWatch,
-    Tooling,
-    prepare_sides,
-)
+from reviewer.side import ProgressBar, Shard, SideOptions
 from reviewer.sops import KeylessMode
+from reviewer.tooling import Tooling
 
 FORMATS = ("text", "markdown", "json")
 

@@ -13,8 +13,10 @@ from reviewer.commands.diff import markers
 from reviewer.console import Console, progress_bar
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.model import WHOLE_DEPLOYMENT, Snapshot
-from reviewer.side import SideOptions, SideRequest, Tooling, prepare_sides
+from reviewer.prepare import SideRequest, prepare_sides
+from reviewer.side import SideOptions
 from reviewer.sops import KeylessMode
+from reviewer.tooling import Tooling
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,12 @@ from typing import Any
 from reviewer import jail, yamlio
 from reviewer.decode import Field
 from reviewer.errors import ConfigError, ReviewerError
-from reviewer.helmreleases import objects
-from reviewer.helmreleases.objects import (
+from reviewer.helmreleases import objects, source_objects
+from reviewer.helmreleases.objects import HelmRelease, ObjectRef
+from reviewer.helmreleases.source_objects import (
     GitRepository,
     HelmChart,
-    HelmRelease,
     HelmRepository,
-    ObjectRef,
     OciRepository,
     ValuesObject,
 )
@@ -125,7 +124,7 @@ def _add(catalog: Catalog, document: Mapping[str, Any], at: Field, namespace: st
             kind, objects.namespace_of(document, at, namespace), objects.name_of(document, at)
         )
         catalog.claim(ref, at)
-        catalog.values_objects[ref] = objects.decode_values_object(document, at, ref)
+        catalog.values_objects[ref] = source_objects.decode_values_object(document, at, ref)
         return
     if group != objects.SOURCE_GROUP:
         return
@@ -142,13 +141,13 @@ def _add_source(
     )
     catalog.claim(ref, at)
     if kind == "HelmRepository":
-        catalog.helm_repositories[ref] = objects.decode_helm_repository(document, at, ref)
+        catalog.helm_repositories[ref] = source_objects.decode_helm_repository(document, at, ref)
     elif kind == "OCIRepository":
-        catalog.oci_repositories[ref] = objects.decode_oci_repository(document, at, ref)
+        catalog.oci_repositories[ref] = source_objects.decode_oci_repository(document, at, ref)
     elif kind == "GitRepository":
-        catalog.git_repositories[ref] = objects.decode_git_repository(document, at, ref)
+        catalog.git_repositories[ref] = source_objects.decode_git_repository(document, at, ref)
     else:
-        catalog.helm_charts[ref] = objects.decode_helm_chart(document, at, ref)
+        catalog.helm_charts[ref] = source_objects.decode_helm_chart(document, at, ref)
 
 
 def _ref(kind: str, document: Mapping[str, Any], at: Field, namespace: str) -> ObjectRef:

@@ -26,7 +26,8 @@ from reviewer.helmreleases import names, postrender
 from reviewer.helmreleases import values as values_mod
 from reviewer.helmreleases.catalog import Catalog, Document, collect
 from reviewer.helmreleases.charts import chart_source
-from reviewer.helmreleases.objects import HelmRelease, ObjectRef, ValuesReference, secret_data
+from reviewer.helmreleases.objects import HelmRelease, ObjectRef, ValuesReference
+from reviewer.helmreleases.source_objects import secret_data
 from reviewer.model import ReleaseId
 from reviewer.plan import Plan, PlanError, ReleasePlan
 from reviewer.sops import SopsDecoder
@@ -65,16 +66,18 @@ class FluxInputs:
 
 def plan_helmreleases(inputs: FluxInputs) -> Plan:
     """Every selected HelmRelease below the paths, planned (or failed) one by one."""
-    plan = Plan()
     try:
         catalog = collect(
             inputs.root, inputs.paths, namespace=inputs.namespace, documents=inputs.documents
         )
     except ReviewerError as error:
-        plan.errors.append(PlanError(inputs.source, "*", None, error.render(), _reproduce(inputs)))
-        return plan
+        return Plan(
+            errors=(PlanError(inputs.source, "*", None, error.render(), _reproduce(inputs)),)
+        )
+    releases: list[ReleasePlan] = []
+    errors: list[PlanError] = []
     for problem in catalog.errors:
-        plan.errors.append(
+        errors.append(
             PlanError(
                 inputs.source, problem.file or "*", None, problem.render(), _reproduce(inputs)
             )
@@ -83,9 +86,9 @@ def plan_helmreleases(inputs: FluxInputs) -> Plan:
         if not inputs.select(inputs.source, release.namespace):
             continue
         try:
-            plan.releases.append(_plan_release(release, catalog, inputs))
+            releases.append(_plan_release(release, catalog, inputs))
         except ReviewerError as error:
-            plan.errors.append(
+            errors.append(
                 PlanError(
                     inputs.source,
                     release.namespace,
@@ -94,7 +97,7 @@ def plan_helmreleases(inputs: FluxInputs) -> Plan:
                     _reproduce(inputs, release.namespace),
                 )
             )
-    return plan
+    return Plan(releases=tuple(releases), errors=tuple(errors))
 
 
 def _plan_release(release: HelmRelease, catalog: Catalog, inputs: FluxInputs) -> ReleasePlan:

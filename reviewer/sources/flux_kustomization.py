@@ -1,7 +1,7 @@
 """Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1), built as kustomize-controller builds them.
 
 The order is the controller's: kustomize build of `spec.path` with the spec's
-fields written into the kustomization (`kustomize.build_flux`), then per object
+fields written into the kustomization (`kustomize_flux.build_flux`), then per object
 SOPS decryption (when `spec.decryption` is set) and post-build substitution,
 then the owner labels `kustomize.toolkit.fluxcd.io/name|namespace` and last
 `commonMetadata`. Substitution variables come from `substituteFrom` in order
@@ -22,19 +22,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from reviewer import kustomize, yamlio
+from reviewer import kustomize_flux, yamlio
 from reviewer.errors import ConfigError
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
+from reviewer.sources.flux_kustomization_spec import (
+    API_GROUP,
+    FluxKustomization,
+    PostBuild,
+    decode,
+    is_kustomization,
+)
 
-API_GROUP = "kustomize.toolkit.fluxcd.io"
 SUBSTITUTE_KEY = f"{API_GROUP}/substitute"
 DECRYPT_KEY = f"{API_GROUP}/decrypt"
 OWNER_NAME_LABEL = f"{API_GROUP}/name"
 OWNER_NAMESPACE_LABEL = f"{API_GROUP}/namespace"
 HELMRELEASE_GROUP = "helm.toolkit.fluxcd.io"
 _VARIABLE_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")
-_STRATEGIES = ("WithVariables", "Always")
 
 # (kind, namespace, name) -> the ConfigMap or Secret found in the repository, or None.
 ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
@@ -46,79 +51,6 @@ class ObjectDecryptor(Protocol):
     def decrypt_object(self, document: Mapping[str, Any], *, source: str) -> dict[str, Any]:
         """The object with its values decrypted."""
         ...
-
-
-@dataclass(frozen=True)
-class SubstituteReference:
-    """One `spec.postBuild.substituteFrom` entry."""
-
-    kind: str
-    name: str
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class PostBuild:
-    """`spec.postBuild`: inline variables, their sources, and the strategy."""
-
-    substitute: Mapping[str, str] = field(default_factory=dict)
-    substitute_from: tuple[SubstituteReference, ...] = ()
-    always: bool = False
-
-
-@dataclass(frozen=True)
-class FluxKustomization:
-    """A decoded Flux Kustomization and the file that declares it."""
-
-    name: str
-    namespace: str
-    source: str
-    path: str
-    fields: kustomize.FluxFields
-    post_build: PostBuild | None = None
-    decryption: bool = False
-    common_labels: Mapping[str, str] = field(default_factory=dict)
-    common_annotations: Mapping[str, str] = field(default_factory=dict)
-
-
-def is_kustomization(document: Mapping[str, Any]) -> bool:
-    """Whether `document` is a Flux Kustomization (not a kustomize kustomization file)."""
-    api_version = str(document.get("apiVersion", ""))
-    return document.get("kind") == "Kustomization" and api_version.startswith(f"{API_GROUP}/")
-
-
-def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
-    """A Flux Kustomization from its document; errors name `source` and the field."""
-    metadata = _mapping(document.get("metadata"), source, "metadata")
-    spec = _mapping(document.get("spec"), source, "spec")
-    name = _string(metadata.get("name"), source, "metadata.name", required=True)
-    path = _string(spec.get("path"), source, "spec.path") or "./"
-    fields = kustomize.FluxFields(
-        target_namespace=_string(spec.get("targetNamespace"), source, "spec.targetNamespace"),
-        name_prefix=_string(spec.get("namePrefix"), source, "spec.namePrefix"),
-        name_suffix=_string(spec.get("nameSuffix"), source, "spec.nameSuffix"),
-        patches=tuple(_patches(spec.get("patches"), source)),
-        images=tuple(_mappings(spec.get("images"), source, "spec.images")),
-        components=tuple(
-            _string(entry, source, f"spec.components[{index}]", required=True)
-            for index, entry in enumerate(_list(spec.get("components"), source, "spec.components"))
-        ),
-        ignore_missing_components=bool(spec.get("ignoreMissingComponents", False)),
-    )
-    common = _mapping(spec.get("commonMetadata"), source, "spec.commonMetadata")
-    return FluxKustomization(
-        name=name,
-        namespace=_string(metadata.get("namespace"), source, "metadata.namespace") or "default",
-        source=source,
-        path=path,
-        fields=fields,
-        post_build=_post_build(spec.get("postBuild"), source),
-        decryption=spec.get("decryption") is not None,
-        common_labels=_strings(common.get("labels"), source, "spec.commonMetadata.labels"),
-        common_annotations=_strings(
-            common.get("annotations"), source, "spec.commonMetadata.annotations"
-        ),
-    )
 
 
 @dataclass(frozen=True)
@@ -150,7 +82,7 @@ def build(
 ) -> Built:
     """The objects `kustomization` applies, built from the repository at `root`."""
     directory = root / kustomization.path
-    text = kustomize.build_flux(
+    text = kustomize_flux.build_flux(
         root, directory, kustomization.fields, source=kustomization.source, kubectl=kubectl
     )
     objects = yamlio.load_documents(text, source=f"{kustomization.source} (build)", cache=False)
@@ -337,88 +269,6 @@ def _data(
     # The API server merges stringData into data.
     values.update({str(key): str(value) for key, value in (found.get("stringData") or {}).items()})
     return values
-
-
-# --- decoding helpers ------------------------------------------------------------------------
-
-
-def _post_build(value: Any, source: str) -> PostBuild | None:
-    if value is None:
-        return None
-    post_build = _mapping(value, source, "spec.postBuild")
-    strategy = post_build.get("substituteStrategy", "WithVariables")
-    if strategy not in _STRATEGIES:
-        raise ConfigError(
-            source,
-            f"must be one of {', '.join(_STRATEGIES)}",
-            field="spec.postBuild.substituteStrategy",
-        )
-    references = []
-    field_name = "spec.postBuild.substituteFrom"
-    for index, entry in enumerate(_mappings(post_build.get("substituteFrom"), source, field_name)):
-        where = f"{field_name}[{index}]"
-        kind = entry.get("kind")
-        if kind not in ("ConfigMap", "Secret"):
-            raise ConfigError(source, "kind must be ConfigMap or Secret", field=f"{where}.kind")
-        references.append(
-            SubstituteReference(
-                kind=kind,
-                name=_string(entry.get("name"), source, f"{where}.name", required=True),
-                optional=bool(entry.get("optional", False)),
-            )
-        )
-    return PostBuild(
-        substitute=_strings(post_build.get("substitute"), source, "spec.postBuild.substitute"),
-        substitute_from=tuple(references),
-        always=strategy == "Always",
-    )
-
-
-def _patches(value: Any, source: str) -> list[Mapping[str, Any]]:
-    patches = _mappings(value, source, "spec.patches")
-    for index, patch in enumerate(patches):
-        if not isinstance(patch.get("patch"), str):
-            raise ConfigError(source, "must hold an inline patch", field=f"spec.patches[{index}]")
-    return patches
-
-
-def _mapping(value: Any, source: str, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(source, "must be a mapping", field=where)
-    return value
-
-
-def _list(value: Any, source: str, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ConfigError(source, "must be a list", field=where)
-    return value
-
-
-def _mappings(value: Any, source: str, where: str) -> list[Mapping[str, Any]]:
-    entries = _list(value, source, where)
-    for index, entry in enumerate(entries):
-        _mapping(entry, source, f"{where}[{index}]")
-    return entries
-
-
-def _strings(value: Any, source: str, where: str) -> dict[str, str]:
-    mapping = _mapping(value, source, where)
-    for key, entry in mapping.items():
-        if not isinstance(entry, str):
-            raise ConfigError(source, "values must be strings", field=f"{where}.{key}")
-    return {str(key): entry for key, entry in mapping.items()}
-
-
-def _string(value: Any, source: str, where: str, *, required: bool = False) -> Any:
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or (required and not value):
-        raise ConfigError(source, "must be a non-empty string", field=where)
-    return value
 
 
 # --- every Kustomization of a source -------------------------------------------------------

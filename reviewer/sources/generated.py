@@ -75,12 +75,11 @@ class Generated:
                     error=error.render(),
                     reproduce=reproduce,
                 )
-                return Plan(objects=[failure])
+                return Plan(objects=(failure,))
             plan = plan_tree(self.name, [self.output], replace(context, root=out))
         # Output files are not repository files: every object set comes from the workdir.
         inputs = frozenset({self.workdir} if self.workdir != "." else ())
-        plan.inputs = {rid: inputs for rid in plan.inputs}
-        return plan
+        return replace(plan, inputs={rid: inputs for rid in plan.inputs})
 
 
 def decode(entry: SourceEntry) -> Generated:

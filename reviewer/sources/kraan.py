@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reviewer import kustomize, yamlio
+from reviewer import kustomize, kustomize_check, yamlio
 from reviewer.errors import ConfigError
 
 API_VERSION = "kraan.io/v1alpha1"
@@ -156,7 +156,7 @@ def _read_layer(root: Path, layer: Layer, *, kubectl: Path | None) -> list[Layer
         raise ConfigError(
             layer.source, "names no directory in the repository", field="spec.source.path"
         )
-    if kustomize.find_kustomization(directory) is not None:
+    if kustomize_check.find_kustomization(directory) is not None:
         text = kustomize.build(root, directory, kubectl=kubectl)
         documents = [(where, d) for d in yamlio.load_documents(text, source=where, cache=False)]
     else:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reviewer import jail, kustomize, yamlio
+from reviewer import jail, kustomize, kustomize_check, yamlio
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource
 from reviewer.plan import Plan
@@ -100,7 +100,7 @@ def _walk(directory: Path) -> Iterator[Path]:
 
 
 def _looks_like_manifest(path: Path) -> bool:
-    if kustomize.find_kustomization(path.parent) is not None:
+    if kustomize_check.find_kustomization(path.parent) is not None:
         return True
     try:
         documents = yamlio.load_documents(path.read_text(encoding="utf-8"), source=path.name)
@@ -125,7 +125,9 @@ class _Unit:
 
 def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
     """Build every selected object set below `paths` of `context.root`."""
-    plan = Plan()
+    objects: list[RenderedRelease] = []
+    replacements: dict[str, str] = {}
+    inputs: dict[ReleaseId, frozenset[str]] = {}
     for path in paths:
         directory = context.root / path
         if not directory.is_dir():
@@ -136,21 +138,21 @@ def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
                 error=error.render(),
                 reproduce=_reproduce(name, path, context.display_root),
             )
-            plan.objects.append(failure)
+            objects.append(failure)
             continue
         top = context.root / path if len(paths) == 1 else context.root
         for unit in _units(context.root, directory, top):
             if context.select.location(name, unit.directory):
-                built = _build(name, unit, context, plan.replacements)
-                plan.objects.append(built)
-                plan.inputs[built.id] = frozenset({unit.path})
-    return plan
+                built = _build(name, unit, context, replacements)
+                objects.append(built)
+                inputs[built.id] = frozenset({unit.path})
+    return Plan(objects=tuple(objects), replacements=replacements, inputs=inputs)
 
 
 def _units(root: Path, directory: Path, top: Path) -> Iterator[_Unit]:
     """Object sets below `directory`; their directory is named relative to `top`."""
     relative = directory.relative_to(top).as_posix()
-    if kustomize.find_kustomization(directory) is not None:
+    if kustomize_check.find_kustomization(directory) is not None:
         yield _Unit(relative, KUSTOMIZATION, directory.relative_to(root).as_posix())
         return
     if (directory / "Chart.yaml").is_file():

@@ -7,7 +7,8 @@ from conftest import Repo
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.model import Snapshot
-from reviewer.side import SideOptions, Tooling, open_tooling, render_side
+from reviewer.side import SideOptions, render_side
+from reviewer.tooling import Tooling, open_tooling
 
 
 def _render(repo: Repo, limits: LimitFlags) -> Snapshot:

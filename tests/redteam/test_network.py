@@ -14,7 +14,8 @@ from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import Snapshot
-from reviewer.side import SideOptions, Tooling, open_tooling, render_side
+from reviewer.side import SideOptions, render_side
+from reviewer.tooling import Tooling, open_tooling
 
 DEPLOYMENT = "deployments/g/c/apps/d/deployment.yaml"
 

@@ -28,8 +28,9 @@ from redteam_support import CHART_YAML, isolate_sops_key
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
 from reviewer.render import RenderCache
-from reviewer.side import SideOptions, Tooling, Tools, open_tooling, redact_snapshot, render_side
+from reviewer.side import SideOptions, redact_snapshot, render_side
 from reviewer.sops import SopsDecoder
+from reviewer.tooling import Tooling, Tools, open_tooling
 
 EXAMPLES = int(os.environ.get("REVIEWER_REDTEAM_EXAMPLES", "300"))
 

@@ -10,8 +10,9 @@ from agekeys import encrypt
 from conftest import Repo
 from redteam_support import BASE_TEMPLATE, CHART_YAML, isolate_sops_key
 
+from reviewer.prepare import SideRequest, prepare_sides
 from reviewer.render import RenderCache
-from reviewer.side import ProgressBar, SideRequest, prepare_sides
+from reviewer.side import ProgressBar
 
 
 def engine_renders(root: Path) -> int:

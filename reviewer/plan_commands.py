@@ -1,0 +1,91 @@
+"""Commands a planned release shows to reproduce it locally: `reviewer render`, `helm template`."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+
+from reviewer import capabilities as capabilities_mod
+from reviewer.discover import Cluster, DeploymentDir
+from reviewer.postrender import Patches
+from reviewer.templates import ReleaseSpec
+
+
+def render_command(display_root: str, cluster: str, deployment: str) -> str:
+    """A command that renders just this deployment locally."""
+    return shlex.join(
+        [
+            "reviewer",
+            "render",
+            display_root,
+            "--cluster",
+            cluster,
+            "--deployment",
+            deployment,
+            "--out",
+            "/tmp/reviewer-render",
+        ]
+    )
+
+
+def helm_command(
+    display_root: str,
+    cluster: Cluster,
+    deployment: DeploymentDir,
+    release: ReleaseSpec,
+    capabilities: capabilities_mod.Capabilities,
+    patches: Patches,
+) -> str | None:
+    """`reviewer values ... > values.yaml && helm template ...` for this release."""
+    chart = _helm_chart_args(release, display_root)
+    if chart is None or patches:
+        return None  # patches are applied after Helm: no one helm command does that
+    values = shlex.join(
+        [
+            "reviewer",
+            "values",
+            display_root,
+            "--cluster",
+            cluster.path,
+            "--deployment",
+            deployment.name,
+            "--release",
+            release.name,
+            "--no-redact",
+        ]
+    )
+    helm = shlex.join(
+        [
+            "helm",
+            "template",
+            release.name,
+            *chart,
+            "--namespace",
+            release.namespace,
+            *_capability_args(capabilities),
+        ]
+    )
+    return f"{values} > /tmp/reviewer-values.yaml && {helm} -f /tmp/reviewer-values.yaml"
+
+
+def _helm_chart_args(release: ReleaseSpec, display_root: str) -> list[str] | None:
+    """The chart arguments of `helm template` for the release's chart reference."""
+    chart = release.chart
+    version = ["--version", release.version] if release.version else []
+    if chart.local is not None:
+        return [posixpath.join(display_root, chart.local)]
+    if chart.repository is None:
+        return None
+    if chart.repository.startswith("oci://"):
+        if chart.ref.startswith("oci://"):
+            return [chart.ref, *version]
+        name = chart.ref.split("/", 1)[1]
+        return [f"{chart.repository.rstrip('/')}/{name}", *version]
+    return [chart.ref.split("/", 1)[1], "--repo", chart.repository, *version]
+
+
+def _capability_args(capabilities: capabilities_mod.Capabilities) -> list[str]:
+    args = ["--kube-version", capabilities.kube_version] if capabilities.kube_version else []
+    if capabilities.api_versions:
+        args += ["--api-versions", ",".join(capabilities.api_versions)]
+    return args

@@ -1,0 +1,175 @@
+"""Preparing the sides of one command: render every side, then redact all with one map.
+
+Settings come from the base side; the sources are declared there or detected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from reviewer import config as config_mod
+from reviewer.config import RepoConfig
+from reviewer.discover import Layout
+from reviewer.filters import check_selection
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.model import ReleaseId, RenderedRelease, Snapshot
+from reviewer.redact import LeakGuard, Redactor
+from reviewer.regenerated import Regeneration, find_regenerated, publishable
+from reviewer.render import RenderCache, render_again
+from reviewer.side import (
+    ProgressBar,
+    SideOptions,
+    SideRender,
+    keyless_warning,
+    no_bar,
+    redact_snapshot,
+    render_side,
+)
+from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sources import registry
+from reviewer.sources.hierarchy import Hierarchy
+from reviewer.sources.protocol import Source
+from reviewer.tooling import Tooling, Tools, open_tooling
+
+
+@dataclass(frozen=True)
+class SideRequest:
+    """What a rendering command asks for: options, layout overrides, secrets and tooling."""
+
+    options: SideOptions = field(default_factory=SideOptions)
+    definitions: str | None = None
+    templates: str | None = None
+    secrets: KeylessMode = KeylessMode.FALLBACK
+    tooling: Tooling = field(default_factory=Tooling)
+
+
+SideWatch = Callable[[int, RenderCache], AbstractContextManager[ProgressBar]]
+"""Around the rendering of side `i` (with the shared cache): yields its progress bar."""
+
+
+def _unwatched(index: int, cache: RenderCache) -> AbstractContextManager[ProgressBar]:
+    return nullcontext(no_bar)
+
+
+@dataclass(frozen=True)
+class PreparedSides:
+    """Sides rendered and redacted together; `redactor` is theirs (the union of their maps)."""
+
+    config: RepoConfig
+    rendered: tuple[SideRender, ...]
+    """As rendered: real values, for what must compare unredacted content."""
+    redacted: tuple[Snapshot, ...]
+    redactor: Redactor
+    keyless: str | None
+    """The report line saying secrets were not decrypted, if any were not."""
+    regeneration: Regeneration = field(default_factory=Regeneration)
+    """Fields the last side's charts regenerate on every render (found by rendering twice)."""
+    sources: str = ""
+    """Which sources were planned, and whether they were declared or detected."""
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The report's warnings: secrets not decrypted, then what the twin alignment masked."""
+        keyless = (self.keyless,) if self.keyless else ()
+        found = (w for side in self.redacted for w in side.warnings)
+        return tuple(dict.fromkeys((*keyless, *found)))
+
+    def guard(self) -> LeakGuard:
+        """The leak guard of the finished redaction (map keys redacted so far are public)."""
+        return self.redactor.guard()
+
+
+def _leaves(rendered: Sequence[SideRender]) -> list[str]:
+    return [leaf for side in rendered for leaf in side.leaves]
+
+
+def prepare_sides(
+    roots: Sequence[Path],
+    request: SideRequest,
+    *,
+    config_root: Path,
+    marker_key: bytes | None,
+    watch: SideWatch = _unwatched,
+    unknown_filter: Callable[[str], None] | None = None,
+) -> PreparedSides:
+    """Render every root with one tool set, then redact all with the union of their maps.
+
+    A secret that a change removes must not leak through the baseline, nor a new one
+    through the other side. Settings come from `config_root` (a diff's base side). A filter
+    naming nothing fails before rendering; with `unknown_filter` it is only reported there.
+    """
+    config = config_mod.load(config_root, request.options.config_file)
+    layout = config_mod.with_overrides(
+        config, definitions=request.definitions, templates=request.templates
+    )
+    sources = _sources(config, layout, config_root)
+    options = replace(request.options, layout=layout, sources=sources)
+    selection = options.selection
+    hierarchies = [source for source in sources if isinstance(source, Hierarchy)]
+    # Filters are checked against a fleet; names of other kinds' sources are not known there.
+    if len(hierarchies) == len(sources) == 1:
+        check_selection(
+            roots,
+            hierarchies[0].layout,
+            selection.clusters,
+            selection.deployments,
+            warn=unknown_filter,
+        )
+    renderer = TemplateRenderer(request.tooling.limits_with(config))
+    decoder = SopsDecoder(keyless=request.secrets)
+    rendered: list[SideRender] = []
+    with open_tooling(request.tooling, config) as tools:
+        for index, root in enumerate(roots):
+            with watch(index, tools.cache) as bar:
+                rendered.append(
+                    render_side(
+                        root,
+                        options=options,
+                        tools=tools,
+                        renderer=renderer,
+                        secrets=decoder,
+                        bar=bar,
+                    )
+                )
+        regeneration = _regeneration(roots, rendered, tools)
+    replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
+    redactor = Redactor(replacements, key=marker_key, leaves=_leaves(rendered))
+    return PreparedSides(
+        config=config,
+        rendered=tuple(rendered),
+        redacted=tuple(redact_snapshot(side.shown, redactor) for side in rendered),
+        redactor=redactor,
+        keyless=keyless_warning(decoder.keyless_sources),
+        regeneration=regeneration,
+        sources=registry.describe(sources, detected=not config.sources),
+    )
+
+
+def _sources(config: RepoConfig, layout: Layout, root: Path) -> tuple[Source, ...]:
+    """Declared sources (from the base side), else detected ones; the layout given on
+    the command line applies to a detected hierarchy."""
+    if config.sources:
+        return config.sources
+    return registry.detect(root, layout)
+
+
+def _regeneration(
+    roots: Sequence[Path], rendered: Sequence[SideRender], tools: Tools
+) -> Regeneration:
+    """For a pair of sides: render the head's differing releases again and compare."""
+    if len(rendered) != 2:
+        return Regeneration()
+    head = rendered[1]
+    plans = {release.id: release for release in head.real}
+
+    def again(ids: Sequence[ReleaseId]) -> dict[ReleaseId, RenderedRelease]:
+        wanted = [plans[rid] for rid in ids if rid in plans]
+        return render_again(
+            wanted, root=roots[1], fetcher=tools.fetcher, pool=tools.pool, cache=tools.cache
+        )
+
+    found = find_regenerated(rendered[0].snapshot, head.snapshot, again)
+    return publishable(found, head.shown)

@@ -1,0 +1,83 @@
+"""The tooling of one run: the Helm engine's render pool and the chart fetcher."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from reviewer.charts import ChartFetcher, Credentials
+from reviewer.config import RepoConfig
+from reviewer.engine import make_engine
+from reviewer.limits import LimitFlags, Limits
+from reviewer.render import RenderCache
+from reviewer.sandbox import SandboxPool
+from reviewer.workers import Pool
+
+
+@dataclass(frozen=True)
+class Tooling:
+    """Which Helm engine renders and where charts come from."""
+
+    cache_dir: Path | None = None  # None: a throwaway cache for this run only
+    credentials: Credentials = field(default_factory=lambda: Credentials({}, []))
+    helm_engine: str = "embedded"
+    helm_binary: Path | None = None
+    offline: bool = False
+    jobs: int = 1
+    limits: LimitFlags = field(default_factory=LimitFlags)
+    """Render limits given on the command line (they win over `.reviewer.yaml`)."""
+    allow_loopback: bool = False
+    """Chart repositories on loopback addresses allowed (local use, tests)."""
+
+    def limits_with(self, settings: RepoConfig) -> Limits:
+        """The render limits: command line, else the base side's `.reviewer.yaml`."""
+        return self.limits.over(settings.limits)
+
+
+@dataclass(frozen=True)
+class Tools:
+    """What renders one run's releases; both sides of a diff share it, caches included."""
+
+    pool: Pool
+    fetcher: ChartFetcher
+    cache: RenderCache = field(default_factory=RenderCache)
+
+
+@contextmanager
+def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterator[Tools]:
+    """The render pool and the chart fetcher for one run, closed afterwards.
+
+    `settings` (the base side's `.reviewer.yaml`) give the render limits and chart hosts.
+    """
+    settings = settings or RepoConfig()
+    engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
+    pool: Pool = SandboxPool(
+        engine, jobs=tooling.jobs, binary=tooling.helm_binary, limits=tooling.limits_with(settings)
+    )
+    try:
+        with (
+            _cache_dir(tooling.cache_dir) as cache_dir,
+            ChartFetcher(
+                cache_dir=cache_dir,
+                offline=tooling.offline,
+                credentials=tooling.credentials,
+                policy=replace(settings.charts, allow_loopback=tooling.allow_loopback),
+            ) as fetcher,
+        ):
+            yield Tools(pool, fetcher)
+    finally:
+        pool.close()
+        engine.close()
+
+
+@contextmanager
+def _cache_dir(given: Path | None) -> Iterator[Path]:
+    """`given`, or a throwaway directory removed when the run ends."""
+    if given is not None:
+        yield given
+        return
+    with tempfile.TemporaryDirectory(prefix="reviewer-charts-") as temporary:
+        yield Path(temporary)
