@@ -36,13 +36,15 @@ from reviewer.charts.policy import STRICT, NetworkPolicy
 from reviewer.discover import Layout
 from reviewer.errors import ConfigError
 from reviewer.limits import Limits
+from reviewer.nested_render import NestedOptions
+from reviewer.nested_render import from_mapping as nested_options
 from reviewer.noise import NoiseRules
 from reviewer.paths import inside
 from reviewer.sources.protocol import COMMON_FIELDS, Source, SourceEntry
 from reviewer.sources.registry import kinds
 
 CONFIG_FILE = ".reviewer.yaml"
-_KEYS = ("definitions", "templates", "variant", "noise", "limits", "charts", "sources")
+_KEYS = ("definitions", "templates", "variant", "noise", "limits", "charts", "sources", "nested")
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class RepoConfig:
     charts: NetworkPolicy = STRICT
     sources: tuple[Source, ...] = ()
     """Declared sources; empty: detect them from the repository."""
+    nested: NestedOptions = field(default_factory=NestedOptions)
 
 
 def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
@@ -84,6 +87,7 @@ def load(root: Path, name: str = CONFIG_FILE) -> RepoConfig:
         limits=limits_mod.from_mapping(data.get("limits"), source=source),
         charts=policy.from_mapping(data.get("charts"), source=source, allow_loopback=False),
         sources=_declared_sources(data, top),
+        nested=nested_options(data.get("nested"), source=source),
     )
 
 

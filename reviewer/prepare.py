@@ -106,7 +106,7 @@ def prepare_sides(
         config, definitions=request.definitions, templates=request.templates
     )
     sources = _sources(config, layout, config_root)
-    options = replace(request.options, layout=layout, sources=sources)
+    options = replace(request.options, layout=layout, sources=sources, nested=config.nested)
     selection = options.selection
     hierarchies = [source for source in sources if isinstance(source, Hierarchy)]
     # Filters are checked against a fleet; names of other kinds' sources are not known there.

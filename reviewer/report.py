@@ -25,6 +25,7 @@ from reviewer.diff.result import (
 from reviewer.explain import Explanation, ValueChange
 from reviewer.model import ReleaseId, ResourceKey
 from reviewer.release_summary import ReleaseSummary, summaries
+from reviewer.sources.nested import SEPARATOR as NESTED
 
 REPORT_SCHEMA = "reviewer.report/v1"
 BLAST_RADIUS_LINES = 20
@@ -285,6 +286,18 @@ def _failure_json(failure: Failure) -> dict[str, Any]:
 
 def _release_json(review: Review, release: ReleaseDiff) -> dict[str, Any]:
     side = release.head or release.base
+    return {**_release_entry(review, release, side), **_nesting(release.id)}
+
+
+def _nesting(rid: ReleaseId) -> dict[str, Any]:
+    """`parent` and `chain` of a nested release (docs/nested.md); nothing for others."""
+    if NESTED not in rid.release:
+        return {}
+    chain = rid.release.split(NESTED)
+    return {"parent": NESTED.join(chain[:-1]), "chain": chain}
+
+
+def _release_entry(review: Review, release: ReleaseDiff, side: Any) -> dict[str, Any]:
     return {
         "cluster": release.id.cluster,
         "deployment": release.id.deployment,

@@ -21,6 +21,7 @@ from reviewer.config import CONFIG_FILE
 from reviewer.discover import Cluster, DeploymentDir, Layout
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.nested_render import NestedOptions, expand_side
 from reviewer.plan import Plan, ReleasePlan
 from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
@@ -94,6 +95,8 @@ class SideOptions:
     """The settings file, relative to the repository root (read from the base side)."""
     sources: tuple[Source, ...] = ()
     """Where releases come from; empty: the hierarchy described by `layout`."""
+    nested: NestedOptions = field(default_factory=NestedOptions)
+    """Whether and how deep HelmReleases in rendered output are expanded (docs/nested.md)."""
 
 
 def plan_side(
@@ -307,6 +310,17 @@ def render_side(
             published,
             releases=tuple(sorted((*published.releases, *plan.objects), key=lambda r: r.id)),
         )
+    inner = expand_side(
+        root,
+        real=snapshot,
+        shown=published or snapshot,
+        inputs={rid: release.inputs for rid, release in plans.items()},
+        render=lambda found: render_plan(found, **_render_args(root, tools)),
+        options=options.nested,
+    )
+    if inner.real or inner.shown:
+        snapshot, published = inner.merged(snapshot, published or snapshot)
+        plans.update({release.id: release for release in inner.plans})
     return SideRender(
         snapshot,
         planned.replacements,

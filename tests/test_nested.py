@@ -23,6 +23,8 @@ from reviewer.errors import RenderError
 from reviewer.sources import nested
 from reviewer.templates import ChartRef
 
+SEP = nested.SEPARATOR
+
 HELM_REPOSITORY = """\
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -171,7 +173,10 @@ class Renderer:
         return self.fetcher.fetch(ref, spec.get("version"), root=self.root)
 
     def __call__(
-        self, release: Mapping[str, Any], output: Sequence[Mapping[str, Any]]
+        self,
+        chain: tuple[str, ...],
+        release: Mapping[str, Any],
+        output: Sequence[Mapping[str, Any]],
     ) -> list[dict[str, Any]]:
         name = release["metadata"]["name"]
         self.rendered.append(name)
@@ -234,20 +239,66 @@ def test_expansion_beyond_the_depth_limit_names_the_chain(
         ChartRef(ref="charts/loop", repository=charts.url), "1.0.0", root=tmp_path
     )
     output = render(renderer.engine, chart, {"url": charts.url}, "loop", "apps")
-    with pytest.raises(RenderError) as caught:
-        nested.expand(
-            "apps/loop",
-            output,
-            renderer,
-            namespace="apps",
-            repository=repository_lookup,
-            depth_limit=2,
-        )
+    inner = nested.expand(
+        "apps/loop",
+        output,
+        renderer,
+        namespace="apps",
+        repository=repository_lookup,
+        depth_limit=2,
+    )
+    deepest = nested.flatten(inner)[-1]
+    assert deepest.objects == ()
+    assert deepest.error is not None
     assert (
-        "deeper than 2 levels: apps/loop -> apps/loop-again -> apps/loop-again-again"
-        " -> apps/loop-again-again-again"
-    ) in str(caught.value)
+        f"deeper than 2 levels: apps/loop{SEP}apps/loop-again{SEP}apps/loop-again-again"
+        f"{SEP}apps/loop-again-again-again"
+    ) in deepest.error
+    assert [release.error is None for release in nested.flatten(inner)] == [True, True, False]
     assert renderer.rendered == ["loop-again", "loop-again-again"]
+
+
+def test_a_failing_inner_release_keeps_its_siblings(tmp_path: Path) -> None:
+    output = [
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "HelmRepository",
+            "metadata": {"name": "charts"},
+            "spec": {"url": "http://127.0.0.1:9"},
+        },
+        *(
+            {
+                "apiVersion": "helm.toolkit.fluxcd.io/v2",
+                "kind": "HelmRelease",
+                "metadata": {"name": name},
+                "spec": {
+                    "chart": {
+                        "spec": {
+                            "chart": name,
+                            "sourceRef": {"kind": "HelmRepository", "name": "charts"},
+                        }
+                    }
+                },
+            }
+            for name in ("broken", "fine")
+        ),
+    ]
+
+    def render_inner(
+        chain: tuple[str, ...], release: Mapping[str, Any], found: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if release["metadata"]["name"] == "broken":
+            raise RenderError("chart broken: not found")
+        return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok"}}]
+
+    inner = nested.expand(
+        "apps/boot", output, render_inner, namespace="apps", repository=repository_lookup
+    )
+    assert [(release.chain, release.error) for release in inner] == [
+        (("apps/boot", "apps/broken"), "chart broken: not found"),
+        (("apps/boot", "apps/fine"), None),
+    ]
+    assert inner[1].objects[0]["metadata"] == {"name": "ok"}
 
 
 @pytest.fixture(scope="module")

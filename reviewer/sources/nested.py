@@ -6,7 +6,8 @@ names an object found in the same output or in the repository) is rendered in
 turn by the caller's `InnerRenderer` (the HelmRelease half of the `flux` kind),
 and so on, up to a depth limit. A HelmRelease whose chart does not resolve stays
 a plain object of its parent. Beyond the limit the expansion is an error naming
-the chain, which also stops a chart that deploys itself.
+the chain, which also stops a chart that deploys itself. One inner release that
+fails (to plan, to render, or past the limit) carries its error; the others go on.
 """
 
 from __future__ import annotations
@@ -15,16 +16,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reviewer.errors import RenderError
+from reviewer.errors import ReviewerError
 
 DEFAULT_DEPTH_LIMIT = 3
+SEPARATOR = " \u203a "
+"""Between the releases of a chain, outermost first: `bootstrap \u203a apps/middle`
+(a single right-pointing angle quotation mark)."""
 HELMRELEASE_GROUP = "helm.toolkit.fluxcd.io/"
 _SOURCE_GROUP = "source.toolkit.fluxcd.io/"
 
 # (kind, namespace, name) -> the object found in the repository, or None.
 SourceLookup = Callable[[str, str, str], Mapping[str, Any] | None]
-# (inner HelmRelease, the output it came from) -> its rendered objects.
-InnerRenderer = Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], Sequence[dict[str, Any]]]
+# (chain, inner HelmRelease, the output it came from) -> its rendered objects;
+# a `ReviewerError` it raises becomes that inner release's error.
+InnerRenderer = Callable[
+    [tuple[str, ...], Mapping[str, Any], Sequence[Mapping[str, Any]]], Sequence[dict[str, Any]]
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class InnerRelease:
     release: Mapping[str, Any]
     objects: tuple[dict[str, Any], ...]
     children: tuple[InnerRelease, ...] = ()
+    error: str | None = None
+    """Why it has no objects (it failed, or lies beyond the depth limit)."""
 
     @property
     def name(self) -> str:
@@ -72,14 +81,30 @@ def _expand(
         inner_namespace = _namespace(release, namespace)
         inner_chain = (*chain, f"{inner_namespace}/{_name(release)}")
         if len(inner_chain) - 1 > depth_limit:
-            raise RenderError(
-                f"nested releases deeper than {depth_limit} levels: {' -> '.join(inner_chain)}",
-                hint="a bootstrap chart may deploy itself; raise the depth limit if intended",
+            found.append(
+                InnerRelease(inner_chain, release, (), error=_too_deep(inner_chain, depth_limit))
             )
-        objects = tuple(render(release, output))
+            continue
+        try:
+            objects = tuple(render(inner_chain, release, output))
+        except ReviewerError as error:
+            found.append(InnerRelease(inner_chain, release, (), error=error.render()))
+            continue
         children = _expand(inner_chain, objects, render, inner_namespace, repository, depth_limit)
         found.append(InnerRelease(inner_chain, release, objects, children))
     return tuple(found)
+
+
+def _too_deep(chain: tuple[str, ...], depth_limit: int) -> str:
+    return (
+        f"nested releases deeper than {depth_limit} levels: {SEPARATOR.join(chain)} (a bootstrap "
+        "chart may deploy itself; raise `nested.depth` in .reviewer.yaml if intended)"
+    )
+
+
+def flatten(releases: Sequence[InnerRelease]) -> list[InnerRelease]:
+    """Every inner release of a tree, each parent before its children."""
+    return [item for release in releases for item in (release, *flatten(release.children))]
 
 
 def expandable(
