@@ -19,8 +19,11 @@ from conftest import GitRepo, git
 from flux_repo import chart_spec, helm_repository, helmrelease
 from registry import Registry
 from test_diff_command import run_diff
+from test_secrets import render_out
 
-from reviewer.errors import ExitStatus
+from reviewer import config
+from reviewer.errors import ConfigError, ExitStatus
+from reviewer.nested_render import NestedOptions
 from reviewer.sources.nested import SEPARATOR as SEP
 
 BOOTSTRAP = {
@@ -116,14 +119,50 @@ LOOP = {
         """,
 }
 
+# A chart that hands a value to its inner release through a Secret it renders.
+SECRET_BOOTSTRAP = {
+    "templates/leaf.yaml": """\
+        apiVersion: v1
+        kind: Secret
+        metadata:
+          name: leaf-values
+        stringData:
+          values.yaml: |
+            greeting: {{ .Values.token }}
+        ---
+        apiVersion: source.toolkit.fluxcd.io/v1
+        kind: OCIRepository
+        metadata:
+          name: leaf
+        spec:
+          url: {{ .Values.oci }}/charts/leaf
+          ref: {tag: 1.0.0}
+        ---
+        apiVersion: helm.toolkit.fluxcd.io/v2
+        kind: HelmRelease
+        metadata:
+          name: leaf
+        spec:
+          chartRef: {kind: OCIRepository, name: leaf}
+          valuesFrom:
+            - {kind: Secret, name: leaf-values}
+        """,
+}
+
 PASSWORD = "Sup3r-s3cret-Pa55-4711"
+TOKEN = "tok3n-from-the-parent-9917"
 
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ChartRepository, Registry]]:
     work = tmp_path_factory.mktemp("nested-servers")
     with ChartRepository(work / "http") as http, Registry(work / "oci") as oci:
-        for name, files in (("bootstrap", BOOTSTRAP), ("middle", MIDDLE), ("loop", LOOP)):
+        for name, files in (
+            ("bootstrap", BOOTSTRAP),
+            ("middle", MIDDLE),
+            ("loop", LOOP),
+            ("secret-bootstrap", SECRET_BOOTSTRAP),
+        ):
             http.publish(write_chart(work / "src", name, "1.0.0", files))
         oci.push(package(write_chart(work / "src", "leaf", "1.0.0", LEAF), work / "pkg"))
         yield http, oci
@@ -295,6 +334,27 @@ def test_an_inner_value_from_a_sops_secret_stays_redacted(
     assert "+  shout: REDAC-REDACT-REDA-REDA" in configmap["diff"]
 
 
+def test_inner_values_from_a_secret_of_the_parent_output_stay_masked(
+    tmp_path: Path, servers: tuple[ChartRepository, Registry], capsys: pytest.CaptureFixture[str]
+) -> None:
+    http, oci = servers
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write("clusters/prod/repo.yaml", helm_repository("charts", http.url))
+    values = {"oci": oci.url, "token": TOKEN}
+    repo.write(
+        "clusters/prod/boot.yaml",
+        helmrelease("boot", chart=chart_spec("secret-bootstrap", "charts"), values=values),
+    )
+    code, text = render_out(repo, tmp_path / "out", "--allow-loopback-charts")
+    assert code == ExitStatus.OK, capsys.readouterr().err
+    [leaf] = (tmp_path / "out").rglob("configmap-leaf-greeting.yaml")
+    shown = leaf.read_text()
+    # The leaf rendered, but what it derived from the parent's Secret is in twin form.
+    assert "greeting: REDAC-REDA-RED-REDACT-REDA" in shown
+    assert "shout: REDAC-REDA-RED-REDACT-REDA" in shown
+    assert TOKEN not in text and TOKEN.upper() not in text
+
+
 @pytest.fixture
 def age_key(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -306,3 +366,25 @@ def age_key(
         "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
     )
     return identity
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("{depth: 0}", "nested.depth: must be at least 1"),
+        ("{expand: 'no'}", "nested.expand: must be true or false"),
+        ("{deep: 2}", "nested.deep: unknown field; allowed: expand, depth"),
+    ],
+)
+def test_nested_settings_are_checked(tmp_path: Path, setting: str, message: str) -> None:
+    (tmp_path / ".reviewer.yaml").write_text(f"nested: {setting}\n")
+    with pytest.raises(ConfigError) as caught:
+        config.load(tmp_path)
+    assert message in caught.value.render()
+    assert ".reviewer.yaml" in caught.value.render()
+
+
+def test_nested_settings_default_to_expanding_three_levels(tmp_path: Path) -> None:
+    (tmp_path / ".reviewer.yaml").write_text("nested: {depth: 5}\n")
+    assert config.load(tmp_path).nested == NestedOptions(expand=True, depth=5)
+    assert config.RepoConfig().nested == NestedOptions(expand=True, depth=3)
