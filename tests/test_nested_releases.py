@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agekeys import AgeIdentity, encrypt
 from chartrepo import ChartRepository, package, write_chart
-from conftest import GitRepo, git
+from conftest import DUMP_CHART, GitRepo, Repo, git, release
 from flux_repo import chart_spec, helm_repository, helmrelease
 from registry import Registry
 from test_diff_command import run_diff
@@ -388,3 +388,72 @@ def test_nested_settings_default_to_expanding_three_levels(tmp_path: Path) -> No
     (tmp_path / ".reviewer.yaml").write_text("nested: {depth: 5}\n")
     assert config.load(tmp_path).nested == NestedOptions(expand=True, depth=5)
     assert config.RepoConfig().nested == NestedOptions(expand=True, depth=3)
+
+
+def test_a_hierarchy_release_deploying_a_chart_of_this_repository(repo: Repo) -> None:
+    """Any kind of release expands: here a hierarchy release whose chart deploys a
+    HelmRelease of a chart kept in the repository (through the fleet's GitRepository)."""
+    repo.add_chart("charts/boot", {**DUMP_CHART, "templates/leaf.yaml": HIERARCHY_BOOTSTRAP})
+    repo.add_chart("charts/leaf", {"Chart.yaml": "apiVersion: v2\nname: leaf\nversion: 2.0.0\n"})
+    repo.write("charts/leaf/templates/cm.yaml", LEAF["templates/cm.yaml"])
+    repo.write("flux/fleet.yaml", FLEET_SOURCE)
+    repo.add_template("boot", "releases:\n  - name: boot\n    chart: ../../charts/boot\n")
+    repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: boot}]\n")
+
+    snapshot = repo.render()
+
+    # `orphan` names a chart source found nowhere: a plain object of `boot`, not a release.
+    boot = release(snapshot, "c", "a", "boot")
+    assert {(r.key.kind, r.key.name) for r in boot.resources} >= {
+        ("HelmRelease", "leaf"),
+        ("HelmRelease", "orphan"),
+    }
+    assert [r.id.release for r in snapshot.releases] == ["boot", f"boot{SEP}apps/leaf"]
+    leaf = release(snapshot, "c", "a", f"boot{SEP}apps/leaf")
+    assert leaf.error is None, leaf.error
+    assert (leaf.chart, leaf.version) == ("leaf", "2.0.0")
+    [configmap] = leaf.resources
+    assert configmap.body["data"] == {
+        "greeting": "from the hierarchy",
+        "shout": "FROM THE HIERARCHY",
+    }
+    assert configmap.body["metadata"]["labels"] == {
+        "helm.toolkit.fluxcd.io/name": "leaf",
+        "helm.toolkit.fluxcd.io/namespace": "apps",
+    }
+
+
+HIERARCHY_BOOTSTRAP = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: leaf
+  namespace: apps
+spec:
+  chart:
+    spec:
+      chart: ./charts/leaf
+      sourceRef: {kind: GitRepository, name: fleet, namespace: flux-system}
+  values:
+    greeting: from the hierarchy
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: orphan
+spec:
+  chart:
+    spec:
+      chart: orphan
+      sourceRef: {kind: HelmRepository, name: nowhere}
+"""
+
+FLEET_SOURCE = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: fleet
+  namespace: flux-system
+spec:
+  url: https://git.example.invalid/fleet
+"""
