@@ -117,8 +117,8 @@ def expand_side(
             continue
         if not _deploys_helmreleases(parent):
             continue
-        twins = twin.expand(partner, redacted=True)
-        reals = actual.expand(parent, redacted=False)
+        twins = twin.expand(partner)
+        reals = actual.expand(parent)
         shown_releases += _publish(reals, twins, actual.refused, notes, parent.id)
     return Expansion(
         real=tuple(actual.rendered.values()),
@@ -194,11 +194,11 @@ class _Expander:
         self.rendered: dict[ReleaseId, RenderedRelease] = {}
         self.refused: set[ReleaseId] = set()
 
-    def expand(
-        self, parent: RenderedRelease, *, redacted: bool
-    ) -> dict[ReleaseId, RenderedRelease]:
-        """The inner releases of `parent`, by identity (failures included)."""
-        output = [_redacted_secret(r.body) if redacted else r.body for r in parent.resources]
+    def expand(self, parent: RenderedRelease) -> dict[ReleaseId, RenderedRelease]:
+        """The inner releases of `parent`, by identity (failures included); the twin side
+        reads every Secret of the output redacted."""
+        twin = self.twins is None
+        output = [_redacted_secret(r.body) if twin else r.body for r in parent.resources]
         tree = nested.expand(
             parent.id.release,
             output,
