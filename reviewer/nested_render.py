@@ -264,6 +264,7 @@ class _Expander:
             inputs=frozenset(files | self.inputs.get(parent.id, frozenset())),
             reproduce=parent.reproduce or planned.reproduce,
             helm_command=None,
+            template_file=f"nested release {rid.release}",
         )
 
     def _repository_documents(

@@ -408,7 +408,15 @@ def test_a_hierarchy_release_deploying_a_chart_of_this_repository(repo: Repo) ->
         ("HelmRelease", "leaf"),
         ("HelmRelease", "orphan"),
     }
-    assert [r.id.release for r in snapshot.releases] == ["boot", f"boot{SEP}apps/leaf"]
+    assert [r.id.release for r in snapshot.releases] == [
+        "boot",
+        f"boot{SEP}apps/broken",
+        f"boot{SEP}apps/leaf",
+    ]
+    # One inner release that fails never hides its siblings; its error names it.
+    broken = release(snapshot, "c", "a", f"boot{SEP}apps/broken")
+    assert broken.error is not None
+    assert broken.error.startswith(f"nested release boot{SEP}apps/broken: chart charts/missing")
     leaf = release(snapshot, "c", "a", f"boot{SEP}apps/leaf")
     assert leaf.error is None, leaf.error
     assert (leaf.chart, leaf.version) == ("leaf", "2.0.0")
@@ -446,6 +454,17 @@ spec:
     spec:
       chart: orphan
       sourceRef: {kind: HelmRepository, name: nowhere}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: broken
+  namespace: apps
+spec:
+  chart:
+    spec:
+      chart: ./charts/missing
+      sourceRef: {kind: GitRepository, name: fleet, namespace: flux-system}
 """
 
 FLEET_SOURCE = """\
