@@ -257,6 +257,8 @@ class _Expander:
         )
         if plan.errors:
             raise RenderError(plan.errors[0].message)
+        if len(plan.releases) != 1:
+            raise RenderError("the HelmRelease could not be planned")
         (planned,) = plan.releases
         files = {name for name in planned.inputs if name != origin}
         return replace(
