@@ -54,13 +54,21 @@ Document = tuple[str, Mapping[str, Any]]
 
 
 def collect(
-    root: Path, paths: tuple[str, ...], *, namespace: str, documents: tuple[Document, ...] = ()
+    root: Path,
+    paths: tuple[str, ...],
+    *,
+    namespace: str,
+    documents: tuple[Document, ...] = (),
+    exclude: tuple[str, ...] = (),
 ) -> Catalog:
-    """Every Flux object below `paths` of the checkout at `root`, and among `documents`;
-    objects without a namespace are in `namespace`."""
+    """Every Flux object below `paths` of the checkout at `root` (files below an `exclude`d
+    directory left out), and among `documents`; objects without a namespace are in
+    `namespace`."""
     catalog = Catalog()
     for path in paths:
         for source in _files(root, path):
+            if any(below(source, directory) for directory in exclude):
+                continue
             try:
                 _read_file(catalog, root, source, namespace)
             except ReviewerError as error:
@@ -68,6 +76,11 @@ def collect(
     for origin, document in documents:
         add(catalog, document, Field(origin), namespace)
     return catalog
+
+
+def below(file: str, directory: str) -> bool:
+    """Whether the repository file `file` is inside `directory` (`.`: the whole repository)."""
+    return directory == "." or file.startswith(directory.rstrip("/") + "/")
 
 
 def _files(root: Path, path: str) -> Iterator[str]:

@@ -13,8 +13,8 @@ redacted, so the redaction map pairs each secret with its stand-in.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +62,21 @@ class FluxInputs:
     select: Located = _everywhere
     documents: tuple[Document, ...] = ()
     """Objects from builds (a Flux Kustomization's output), planned like files' objects."""
+    exclude: tuple[str, ...] = ()
+    """Directories whose files are not read: a build owns them (its output is in `documents`)."""
+    origins: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The repository files and directories each origin of `documents` stands for."""
 
 
 def plan_helmreleases(inputs: FluxInputs) -> Plan:
     """Every selected HelmRelease below the paths, planned (or failed) one by one."""
     try:
         catalog = collect(
-            inputs.root, inputs.paths, namespace=inputs.namespace, documents=inputs.documents
+            inputs.root,
+            inputs.paths,
+            namespace=inputs.namespace,
+            documents=inputs.documents,
+            exclude=inputs.exclude,
         )
     except ReviewerError as error:
         return Plan(
@@ -114,7 +122,7 @@ def _plan_release(release: HelmRelease, catalog: Catalog, inputs: FluxInputs) ->
         labels=labels,
         values=values,
         layers=layers,
-        inputs=frozenset({release.file, *chart.files, *lookup.files}),
+        inputs=_repository_files(inputs, {release.file, *chart.files, *lookup.files}),
         skip_schema_validation=release.skip_schema_validation,
         template_file=release.file,
         reproduce=_reproduce(inputs, release.namespace),
@@ -177,6 +185,11 @@ class _Lookup:
         except ConfigError:
             shown = {}
         return Layer(supplied.source, level, shown, secret=supplied.secret)
+
+
+def _repository_files(inputs: FluxInputs, used: set[str]) -> frozenset[str]:
+    """The files a release was built from; an origin of a built object as what it stands for."""
+    return frozenset(file for origin in used for file in inputs.origins.get(origin, {origin}))
 
 
 def _reproduce(inputs: FluxInputs, namespace: str | None = None) -> str:

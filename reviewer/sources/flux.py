@@ -1,8 +1,12 @@
-"""The `flux` kind: Flux HelmReleases below the source's paths (docs/flux-helmreleases.md).
+"""The `flux` kind: Flux HelmReleases and Kustomizations below the source's paths
+(docs/flux-helmreleases.md, docs/flux.md).
 
 Each HelmRelease is planned as helm-controller would install it (reviewer/helmreleases)
 and rendered by the render stage like every other release. Identities are
-(source name, HelmRelease namespace, Helm release name).
+(source name, HelmRelease namespace, Helm release name). Each Flux Kustomization is
+built as kustomize-controller builds it: its other objects are an object set
+(source name, `<namespace>/<name>`, `kustomization`), its HelmReleases are planned
+like those in files (reviewer/sources/flux_kustomization_plan.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from reviewer.errors import ReviewerError
 from reviewer.helmreleases.objects import HELM_GROUP
 from reviewer.helmreleases.planner import FluxInputs, plan_helmreleases
 from reviewer.plan import Plan
+from reviewer.sources.flux_kustomization_plan import plan_kustomizations
 from reviewer.sources.protocol import PlanContext, SourceEntry
 
 KIND = "flux"
@@ -38,8 +43,10 @@ class Flux:
         return f"{KIND} '{self.name}': {', '.join(path + '/' for path in self.paths)}"
 
     def plan(self, context: PlanContext) -> Plan:
-        """Every selected HelmRelease, planned (the twin plan with secret values redacted)."""
-        return plan_helmreleases(
+        """Every selected HelmRelease and Kustomization, planned (the twin plan with secret
+        values redacted, and no object sets)."""
+        built = plan_kustomizations(self.name, self.paths, context, namespace=self.namespace)
+        planned = plan_helmreleases(
             FluxInputs(
                 root=context.root,
                 source=self.name,
@@ -50,7 +57,17 @@ class Flux:
                 namespace=self.namespace,
                 display_root=context.display_root,
                 select=context.select.location,
+                documents=built.documents,
+                exclude=built.owned,
+                origins=built.origins,
             )
+        )
+        return Plan(
+            releases=planned.releases,
+            errors=(*planned.errors, *built.errors),
+            objects=built.objects,
+            replacements=built.replacements,
+            inputs=built.inputs,
         )
 
 

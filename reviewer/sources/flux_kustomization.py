@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reviewer import kustomize_flux, yamlio
-from reviewer.errors import ConfigError
+from reviewer.errors import ConfigError, ReviewerError
+from reviewer.kustomize import DEFAULT_TIMEOUT
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
 from reviewer.sources.flux_kustomization_spec import (
@@ -79,11 +80,18 @@ def build(
     decryptor: ObjectDecryptor | None = None,
     strict: bool = True,
     kubectl: Path | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> Built:
     """The objects `kustomization` applies, built from the repository at `root`."""
-    directory = root / kustomization.path
+    # Relative to the repository root even when written absolute, as the controller joins it.
+    directory = root / kustomization.path.lstrip("/")
     text = kustomize_flux.build_flux(
-        root, directory, kustomization.fields, source=kustomization.source, kubectl=kubectl
+        root,
+        directory,
+        kustomization.fields,
+        source=kustomization.source,
+        kubectl=kubectl,
+        timeout=timeout,
     )
     objects = yamlio.load_documents(text, source=f"{kustomization.source} (build)", cache=False)
     variables = (
@@ -276,19 +284,42 @@ def _data(
 
 @dataclass(frozen=True)
 class Result:
-    """One Kustomization and what it built."""
+    """One Kustomization and what it built, or why it could not be built."""
 
     kustomization: FluxKustomization
-    built: Built
+    built: Built = field(default_factory=lambda: Built(()))
+    error: ReviewerError | None = None
+
+    @property
+    def file(self) -> str:
+        """The repository file that declares it (a parent's build names it in `source`)."""
+        return self.kustomization.source.split(" (", 1)[0]
 
 
-def find_in_files(root: Path, paths: Sequence[str]) -> list[FluxKustomization]:
-    """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs skipped)."""
+def find_in_files(root: Path, paths: Sequence[str]) -> list[Result]:
+    """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs
+    skipped); one that does not decode is a result with its error."""
     found = []
     for source, document in _documents_below(root, paths):
         if is_kustomization(document):
-            found.append(decode(document, source=source))
+            found.append(_decoded(document, source))
     return found
+
+
+def _decoded(document: Mapping[str, Any], source: str) -> Result:
+    try:
+        return Result(decode(document, source=source))
+    except ReviewerError as error:
+        metadata = document.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        stand_in = FluxKustomization(
+            name=str(metadata.get("name") or source),
+            namespace=str(metadata.get("namespace") or "default"),
+            source=source,
+            path="",
+            fields=kustomize_flux.FluxFields(),
+        )
+        return Result(stand_in, error=error)
 
 
 def repository_lookup(root: Path, paths: Sequence[str]) -> ObjectLookup:
@@ -313,45 +344,135 @@ def build_all(
     decryptor: ObjectDecryptor | None = None,
     strict: bool = True,
     kubectl: Path | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Result]:
     """Every Kustomization below `paths` and every one their builds produce, each built once.
 
     A Kustomization a build produces replaces a not yet built copy read from a file
-    (the built one carries its parent's substitutions), as the cluster applies it.
+    (the built one carries its parent's substitutions), as the cluster applies it. A
+    failure (a strict substitution, a path leaving the repository, a `dependsOn` loop)
+    is that Kustomization's alone.
     """
     lookup = repository_lookup(root, paths)
-    in_files = find_in_files(root, paths)
+    in_files = _unique(find_in_files(root, paths))
+    done: dict[tuple[str, str], Result] = {
+        r.kustomization.identity: r for r in in_files if r.error is not None
+    }
     # Roots first: a Kustomization whose file another one builds is applied as built.
-    queue = {(k.namespace, k.name): k for k in _roots(in_files)}
-    done: dict[tuple[str, str], Result] = {}
+    queue = {r.kustomization.identity: r.kustomization for r in _roots(in_files)}
+    queue = {identity: k for identity, k in queue.items() if identity not in done}
     while queue:
         identity, kustomization = next(iter(queue.items()))
         del queue[identity]
-        built = build(
-            kustomization, root, lookup=lookup, decryptor=decryptor, strict=strict, kubectl=kubectl
-        )
-        done[identity] = Result(kustomization, built)
-        for document in built.objects:
-            if is_kustomization(document):
-                child = decode(document, source=f"{kustomization.source} ({kustomization.path})")
-                if (child.namespace, child.name) not in done:
-                    queue[(child.namespace, child.name)] = child
+        try:
+            built = build(
+                kustomization,
+                root,
+                lookup=lookup,
+                decryptor=decryptor,
+                strict=strict,
+                kubectl=kubectl,
+                timeout=timeout,
+            )
+        except ReviewerError as error:
+            done[identity] = Result(kustomization, error=error)
+        else:
+            done[identity] = Result(kustomization, built)
+            for document in built.objects:
+                if is_kustomization(document):
+                    child = _decoded(document, f"{kustomization.source} ({kustomization.path})")
+                    if child.kustomization.identity in done:
+                        continue
+                    if child.error is not None:
+                        done[child.kustomization.identity] = child
+                    else:
+                        queue[child.kustomization.identity] = child.kustomization
         if not queue:
             # Kustomizations in files that no build produced are built as written.
             queue = {
-                (k.namespace, k.name): k for k in in_files if (k.namespace, k.name) not in done
+                r.kustomization.identity: r.kustomization
+                for r in in_files
+                if r.kustomization.identity not in done
             }
-    return list(done.values())
+    return _without_loops(list(done.values()))
 
 
-def _roots(found: Sequence[FluxKustomization]) -> list[FluxKustomization]:
-    def built_by_another(kustomization: FluxKustomization) -> bool:
+def _unique(found: list[Result]) -> list[Result]:
+    """The same Kustomization in two files is an error naming both (a source is one cluster)."""
+    first: dict[tuple[str, str], Result] = {}
+    checked = []
+    for result in found:
+        other = first.setdefault(result.kustomization.identity, result)
+        if other is result:
+            checked.append(result)
+            continue
+        namespace, name = result.kustomization.identity
+        error = ConfigError(
+            result.file,
+            f"Kustomization {namespace}/{name} is also defined in {other.file}",
+            field="metadata.name",
+            hint="a flux source is one cluster: declare one source per cluster directory "
+            "in .reviewer.yaml",
+        )
+        checked.append(Result(result.kustomization, error=error))
+    return checked
+
+
+def _without_loops(results: list[Result]) -> list[Result]:
+    """Each Kustomization in a `dependsOn` loop failed: Flux would wait for it forever."""
+    known = {r.kustomization.identity: r.kustomization for r in results}
+    checked = []
+    for result in results:
+        loop = dependency_loop(result.kustomization, known)
+        if loop is None or result.error is not None:
+            checked.append(result)
+            continue
+        chain = " → ".join(f"{namespace}/{name}" for namespace, name in loop)
+        error = ConfigError(
+            result.kustomization.source,
+            f"dependency loop: {chain}",
+            field="spec.dependsOn",
+            hint="Flux never applies a Kustomization that waits for itself; remove one dependsOn",
+        )
+        checked.append(Result(result.kustomization, error=error))
+    return checked
+
+
+def dependency_loop(
+    start: FluxKustomization, known: Mapping[tuple[str, str], FluxKustomization]
+) -> list[tuple[str, str]] | None:
+    """The shortest `dependsOn` chain from `start` back to itself, or None."""
+    paths: dict[tuple[str, str], list[tuple[str, str]]] = {start.identity: [start.identity]}
+    frontier = [start.identity]
+    while frontier:
+        following = []
+        for identity in frontier:
+            for needed in known[identity].depends_on if identity in known else ():
+                if needed == start.identity:
+                    return [*paths[identity], needed]
+                if needed not in paths:
+                    paths[needed] = [*paths[identity], needed]
+                    following.append(needed)
+        frontier = following
+    return None
+
+
+def _roots(found: Sequence[Result]) -> list[Result]:
+    def built_by_another(result: Result) -> bool:
         return any(
-            other is not kustomization and _under(kustomization.source, other.path)
+            other is not result and _under(result.file, other.kustomization.path)
             for other in found
+            if other.error is None
         )
 
-    return [k for k in found if not built_by_another(k)] or list(found)
+    usable = [r for r in found if r.error is None]
+    return [r for r in usable if not built_by_another(r)] or usable
+
+
+def owned_directory(kustomization: FluxKustomization) -> str:
+    """`spec.path` as a repository-relative directory (`.` for the whole repository)."""
+    directory = kustomization.path.removeprefix("./").strip("/")
+    return directory or "."
 
 
 def _under(file: str, path: str) -> bool:
@@ -362,12 +483,17 @@ def _under(file: str, path: str) -> bool:
 def _documents_below(root: Path, paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     found: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
-        for file in _yaml_files(root, root / path):
+        top = root / path
+        if not top.is_dir():
+            continue  # the HelmRelease catalog reports a missing path
+        for file in _yaml_files(root, top):
             source = file.relative_to(root).as_posix()
-            text = yamlio.read_text(file, source=source)
-            found.extend(
-                (source, document) for document in yamlio.load_documents(text, source=source)
-            )
+            try:
+                text = yamlio.read_text(file, source=source)
+                documents = yamlio.load_documents(text, source=source)
+            except ReviewerError:
+                continue  # the HelmRelease catalog reports a file it cannot read
+            found.extend((source, document) for document in documents)
     return found
 
 

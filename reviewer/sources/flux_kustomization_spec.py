@@ -47,6 +47,13 @@ class FluxKustomization:
     decryption: bool = False
     common_labels: Mapping[str, str] = field(default_factory=dict)
     common_annotations: Mapping[str, str] = field(default_factory=dict)
+    depends_on: tuple[tuple[str, str], ...] = ()
+    """`spec.dependsOn` as (namespace, name); the namespace defaults to the Kustomization's."""
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """(namespace, name): how Flux names a Kustomization."""
+        return (self.namespace, self.name)
 
 
 def is_kustomization(document: Mapping[str, Any]) -> bool:
@@ -74,9 +81,10 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
         ignore_missing_components=bool(spec.get("ignoreMissingComponents", False)),
     )
     common = _mapping(spec.get("commonMetadata"), source, "spec.commonMetadata")
+    namespace = _string(metadata.get("namespace"), source, "metadata.namespace") or "default"
     return FluxKustomization(
         name=name,
-        namespace=_string(metadata.get("namespace"), source, "metadata.namespace") or "default",
+        namespace=namespace,
         source=source,
         path=path,
         fields=fields,
@@ -86,7 +94,18 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
         common_annotations=_strings(
             common.get("annotations"), source, "spec.commonMetadata.annotations"
         ),
+        depends_on=_depends_on(spec.get("dependsOn"), source, namespace),
     )
+
+
+def _depends_on(value: Any, source: str, namespace: str) -> tuple[tuple[str, str], ...]:
+    found = []
+    for index, entry in enumerate(_mappings(value, source, "spec.dependsOn")):
+        where = f"spec.dependsOn[{index}]"
+        name = _string(entry.get("name"), source, f"{where}.name", required=True)
+        other = _string(entry.get("namespace"), source, f"{where}.namespace")
+        found.append((other or namespace, name))
+    return tuple(found)
 
 
 def _post_build(value: Any, source: str) -> PostBuild | None:

@@ -1,0 +1,208 @@
+"""A `flux` source's Kustomizations, planned (docs/flux.md, "In the `flux` kind").
+
+Every Flux Kustomization below the source's paths, and every one a build
+produces, is built once (`flux_kustomization.build_all`). Of what it builds:
+
+- the objects other than HelmReleases are one object set, identified by
+  (source name, `<namespace>/<name>` of the Kustomization, `kustomization`);
+- every object goes to the HelmRelease planner, which plans the HelmReleases
+  and finds their chart sources and `valuesFrom` objects among them;
+- the files below its `spec.path` are its own: the planner reads none of them,
+  so a HelmRelease file a Kustomization includes is planned once, as built (one
+  its kustomization leaves out is not applied by Flux, so not planned either).
+
+A Kustomization that fails is an object set with its error, and the
+HelmReleases in the files below its path fail with it instead of looking removed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reviewer import yamlio
+from reviewer.errors import ReviewerError
+from reviewer.helmreleases import names
+from reviewer.helmreleases.catalog import Document, collect
+from reviewer.model import ReleaseId, RenderedRelease, Resource
+from reviewer.plan import PlanError
+from reviewer.redact import MIN_SUBSTRING_LENGTH
+from reviewer.sops import KeylessMode, SopsDecoder, SopsError, SopsFailure, keyless_placeholders
+from reviewer.sources import flux_kustomization as fks
+from reviewer.sources.protocol import PlanContext
+
+KUSTOMIZATION = "kustomization"
+"""The release part of a Kustomization's object set identity."""
+
+
+@dataclass(frozen=True)
+class Kustomizations:
+    """What a source's Kustomizations contribute to its plan."""
+
+    documents: tuple[Document, ...] = ()
+    """Every built object, for the HelmRelease planner, with its origin."""
+    owned: tuple[str, ...] = ()
+    """Directories built by a Kustomization: the planner leaves their files alone."""
+    origins: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Each origin of `documents` → the repository files and directories it stands for."""
+    objects: tuple[RenderedRelease, ...] = ()
+    inputs: Mapping[ReleaseId, frozenset[str]] = field(default_factory=dict)
+    replacements: Mapping[str, str] = field(default_factory=dict)
+    """{secret: redacted}: decrypted SOPS Secrets and Secret-sourced variables."""
+    errors: tuple[PlanError, ...] = ()
+    """The HelmReleases below a failed Kustomization's path, failed with it."""
+
+
+def plan_kustomizations(
+    source: str, paths: Sequence[str], context: PlanContext, *, namespace: str
+) -> Kustomizations:
+    """Build every Kustomization of the source; on the twin, only what the planner needs
+    (secrets in built objects replaced by their redacted form)."""
+    results = fks.build_all(
+        context.root,
+        paths,
+        decryptor=None if context.decoder is None else _Decryptor(context.decoder),
+        timeout=context.kustomize_timeout,
+    )
+    if not results:
+        return Kustomizations()
+    replacements = {
+        real: shown for result in results for real, shown in result.built.replacements.items()
+    }
+    documents: list[Document] = []
+    origins: dict[str, frozenset[str]] = {}
+    objects: list[RenderedRelease] = []
+    inputs: dict[ReleaseId, frozenset[str]] = {}
+    errors: list[PlanError] = []
+    for result in results:
+        files = frozenset({result.file, *_owned(result)})
+        origin = f"{_directory(result)} (built by Kustomization {_name(result)})"
+        origins[origin] = files
+        for document in result.built.objects:
+            shown = _redacted(document, replacements) if context.twin else document
+            documents.append((origin, shown))
+        if result.error is not None:
+            errors.extend(_stand_ins(source, result, context, namespace))
+        rid = ReleaseId(source, _name(result), KUSTOMIZATION)
+        if context.twin or not context.select.location(source, rid.deployment):
+            continue
+        objects.append(_object_set(rid, result, context.display_root))
+        inputs[rid] = files
+    return Kustomizations(
+        documents=tuple(documents),
+        owned=tuple(sorted({d for result in results for d in _owned(result)})),
+        origins=origins,
+        objects=tuple(objects),
+        inputs=inputs,
+        replacements=replacements,
+        errors=tuple(errors),
+    )
+
+
+def _name(result: fks.Result) -> str:
+    return f"{result.kustomization.namespace}/{result.kustomization.name}"
+
+
+def _directory(result: fks.Result) -> str:
+    return fks.owned_directory(result.kustomization)
+
+
+def _owned(result: fks.Result) -> tuple[str, ...]:
+    # A Kustomization that did not decode has no usable path and owns nothing.
+    return (_directory(result),) if result.kustomization.path else ()
+
+
+def _object_set(rid: ReleaseId, result: fks.Result, display_root: str) -> RenderedRelease:
+    reproduce = _reproduce(rid.cluster, rid.deployment, display_root)
+    if result.error is not None:
+        return RenderedRelease(
+            id=rid, namespace="", error=result.error.render(), reproduce=reproduce
+        )
+    source = _directory(result)
+    resources = tuple(
+        Resource.from_body(document, source=source)
+        for document in result.built.objects
+        if not fks.helmreleases_in([document])
+    )
+    return RenderedRelease(id=rid, namespace="", resources=resources, reproduce=reproduce)
+
+
+def _stand_ins(
+    source: str, result: fks.Result, context: PlanContext, namespace: str
+) -> list[PlanError]:
+    """The HelmReleases in the files below a failed Kustomization's path, as failures."""
+    directories = _owned(result)
+    if not directories or result.error is None:
+        return []
+    try:
+        catalog = collect(context.root, directories, namespace=namespace)
+    except ReviewerError:
+        return []
+    message = f"not rendered: Kustomization {_name(result)} failed ({result.file})"
+    return [
+        PlanError(
+            source,
+            release.namespace,
+            names.release_name(release),
+            message,
+            _reproduce(source, release.namespace, context.display_root),
+        )
+        for release in catalog.releases
+        if context.select.location(source, release.namespace)
+    ]
+
+
+def _redacted(document: dict[str, Any], replacements: Mapping[str, str]) -> dict[str, Any]:
+    """`document` with every secret in its strings replaced by its redacted form."""
+    if not replacements:
+        return document
+    redacted: dict[str, Any] = _replace(document, sorted(replacements.items(), key=_longest))
+    return redacted
+
+
+def _longest(pair: tuple[str, str]) -> int:
+    return -len(pair[0])
+
+
+def _replace(value: Any, pairs: Sequence[tuple[str, str]]) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _replace(item, pairs) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replace(item, pairs) for item in value]
+    if isinstance(value, str):
+        for real, shown in pairs:
+            # As the redactor: short secrets only as whole values, longer ones anywhere.
+            if value == real:
+                return shown
+            if len(real) >= MIN_SUBSTRING_LENGTH:
+                value = value.replace(real, shown)
+    return value
+
+
+def _reproduce(source: str, deployment: str, display_root: str) -> str:
+    argv = ["reviewer", "render", display_root, "--cluster", source, "--deployment", deployment]
+    return shlex.join([*argv, "--out", "/tmp/reviewer-render"])
+
+
+class _Decryptor:
+    """SOPS Secrets from a build, decrypted; with no key (where the keyless mode allows it)
+    typed placeholders instead, as for every other SOPS file."""
+
+    def __init__(self, decoder: SopsDecoder) -> None:
+        self.decoder = decoder
+
+    def decrypt_object(self, document: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+        """The object decrypted, or with placeholders for its encrypted values."""
+        if self.decoder.keyless is not KeylessMode.ALWAYS:
+            try:
+                return self.decoder.decrypt_object(document, source=source)
+            except SopsError as error:
+                if self.decoder.keyless is KeylessMode.NEVER:
+                    raise
+                if error.failure is not SopsFailure.NO_KEY:
+                    raise
+        if source not in self.decoder.keyless_sources:
+            self.decoder.keyless_sources.append(source)
+        return keyless_placeholders(yamlio.dump(dict(document)), source=source)
