@@ -9,7 +9,9 @@ arguments go to `reviewer diff`, e.g. `python3 examples/demo.py --format markdow
 A first argument naming another example picks it instead: `manifests` (plain
 YAML, kustomize overlays and a BOSH manifest, with `manifests-change.patch`),
 e.g. `python3 examples/demo.py manifests --format markdown`; `generated` (a
-converter run in a bubblewrap sandbox, with `generated-change.patch`).
+converter run in a bubblewrap sandbox, with `generated-change.patch`); `flux` (Flux
+Kustomizations building a HelmRelease of a chart in the repository, with
+substitution and a SOPS Secret, with `flux-change.patch`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ EXAMPLES = {
     "fleet": "demo-change.patch",
     "manifests": "manifests-change.patch",
     "generated": "generated-change.patch",
+    "flux": "flux-change.patch",
 }
 """Example repositories (directories here) and the change each demo applies."""
 

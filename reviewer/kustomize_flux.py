@@ -44,6 +44,14 @@ class FluxFields:
     ignore_missing_components: bool = False
 
 
+@dataclass(frozen=True)
+class FluxBuild:
+    """A build's output, and the repository files it read (relative to the root)."""
+
+    text: str
+    files: frozenset[str]
+
+
 def build_flux(
     root: Path,
     directory: Path,
@@ -54,6 +62,28 @@ def build_flux(
     max_output: int = DEFAULT_MAX_OUTPUT,
     kubectl: Path | None = None,
 ) -> str:
+    """Build `directory` as kustomize-controller does (see `build_flux_tree`); the output."""
+    return build_flux_tree(
+        root,
+        directory,
+        fields,
+        source=source,
+        timeout=timeout,
+        max_output=max_output,
+        kubectl=kubectl,
+    ).text
+
+
+def build_flux_tree(
+    root: Path,
+    directory: Path,
+    fields: FluxFields,
+    *,
+    source: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    kubectl: Path | None = None,
+) -> FluxBuild:
     """Build `directory` as kustomize-controller does for a Kustomization declared in `source`.
 
     Like the controller, the spec's fields are written into the directory's own
@@ -87,9 +117,13 @@ def build_flux(
         for other in KUSTOMIZATION_NAMES:
             (built / other).unlink(missing_ok=True)
         (built / name).write_text(yamlio.dump(document), encoding="utf-8")
-        return kustomize.run_kustomize(
+        text = kustomize.run_kustomize(
             built, work=work, timeout=timeout, max_output=max_output, kubectl=kubectl
         )
+    files = frozenset(
+        Path(os.path.abspath(path)).relative_to(root).as_posix() for path in walker.loaded
+    )
+    return FluxBuild(text, files)
 
 
 def _generated_document(root: Path, target: Path, walker: Walker) -> dict[str, Any]:

@@ -4,6 +4,7 @@ kustomize (kubectl), real sops, charts from the loopback HTTP repository, the re
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from reviewer.errors import ExitStatus
 DB_PASSWORD = "s3cr3t-Pa55word-4711"
 NEW_DB_PASSWORD = "n3w-Pa55word-0815"
 API_TOKEN = "t0ken-Xy9-Qq77-zzTop"
+ADMIN_PASSWORD = "adm1n-Pa55-Qw3rty"
 SOURCES = "sources:\n  - {name: prod, kind: flux, paths: [clusters/prod]}\n"
 
 
@@ -116,6 +118,15 @@ def write_repo(
         "^(data|stringData)$",
         name="cluster-secrets.yaml",
     )
+    # Read by the HelmRelease planner straight from its file (the redacted twin plan runs).
+    encrypt(
+        cluster,
+        secret("admin", "apps", {"password": ADMIN_PASSWORD}),
+        identity,
+        "--encrypted-regex",
+        "^(data|stringData)$",
+        name="admin-secret.yaml",
+    )
     apps = repo.root / "apps"
     apps.mkdir(exist_ok=True)
     encrypt(
@@ -133,7 +144,8 @@ def write_repo(
             "web",
             chart=chart_spec("app", "charts"),
             valuesFrom=[
-                {"kind": "Secret", "name": "api", "valuesKey": "token", "targetPath": "api.token"}
+                {"kind": "Secret", "name": "api", "valuesKey": "token", "targetPath": "api.token"},
+                {"kind": "Secret", "name": "admin", "valuesKey": "password", "targetPath": "admin"},
             ],
             values={"replicas": "${replicas}", "cluster": "${cluster}", "db": "${db_password}"},
         ).replace("'${replicas}'", "${replicas}"),
@@ -174,7 +186,7 @@ def diff(repo: GitRepo, capsys: pytest.CaptureFixture[str], *extra: str) -> tupl
 
 
 def secrets_shown(text: str) -> list[str]:
-    forms = [DB_PASSWORD, NEW_DB_PASSWORD, API_TOKEN]
+    forms = [DB_PASSWORD, NEW_DB_PASSWORD, API_TOKEN, ADMIN_PASSWORD]
     forms += [base64.b64encode(form.encode()).decode() for form in forms]
     return [form for form in forms if form in text]
 
@@ -298,3 +310,45 @@ def test_a_broken_kustomization_is_an_error_naming_file_and_field(
     err = capsys.readouterr().err
     assert code == ExitStatus.RENDER_FAILED
     assert expected in err
+
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+DEMO_PASSWORD = "demo-Pa55word-for-web"
+"""The example's SOPS Secret value (encrypted for the public demo key)."""
+
+
+def test_the_flux_example_renders_offline_and_its_demo_shows_the_release_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLES / "fleet" / "demo-age-key.txt"))
+    spec = importlib.util.spec_from_file_location("demo", EXAMPLES / "demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    repo = GitRepo(demo.build_demo_repo(tmp_path / "flux", "flux"))
+    code, out, err = diff(repo, capsys, "--format", "json")
+    assert code == ExitStatus.OK, err
+    report = json.loads(out)
+    assert {
+        f"{r['cluster']}/{r['deployment']}/{r['release']}": r["status"] for r in report["releases"]
+    } == {
+        "production/flux-system/apps/kustomization": "unchanged",
+        "production/flux-system/flux-system/kustomization": "changed",
+        "production/shop/web": "changed",
+    }
+    assert report["base"]["errors"] == report["head"]["errors"] == []
+    [web] = [r for r in report["releases"] if r["release"] == "web"]
+    changes = {entry["path"]: entry["change"] for entry in web["values"]}
+    assert changes["replicas"] == "replicas: 2 → 3"
+    code, out, err = diff(repo, capsys)
+    assert code == ExitStatus.OK, err
+    assert "spec.replicas: 2 → 3" in out
+    assert DEMO_PASSWORD not in out + err
+    assert base64.b64encode(DEMO_PASSWORD.encode()).decode() not in out + err
+    # Rendered offline: the cluster's variables, a default and an escape substituted.
+    code, text = render_out(repo, tmp_path / "out")
+    assert code == ExitStatus.OK
+    assert "host: web.shop.example.com" in text
+    assert "value: eu-west-1" in text
+    assert "value: Hello from ${HOSTNAME}" in text
+    assert DEMO_PASSWORD not in text

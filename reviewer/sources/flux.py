@@ -22,6 +22,7 @@ from reviewer.helmreleases.objects import HELM_GROUP
 from reviewer.helmreleases.planner import FluxInputs, plan_helmreleases
 from reviewer.plan import Plan
 from reviewer.sources.flux_kustomization_plan import plan_kustomizations
+from reviewer.sources.flux_kustomization_spec import API_GROUP, is_kustomization
 from reviewer.sources.protocol import PlanContext, SourceEntry
 
 KIND = "flux"
@@ -87,7 +88,7 @@ def decode(entry: SourceEntry) -> Flux:
 
 
 def detect(root: Path) -> Sequence[Flux]:
-    """One source per top-level directory holding a HelmRelease file."""
+    """One source per top-level directory holding a HelmRelease or Flux Kustomization file."""
     return [
         Flux(child.name, (child.name,))
         for child in sorted(root.iterdir())
@@ -97,7 +98,7 @@ def detect(root: Path) -> Sequence[Flux]:
 
 def holds_helmreleases(directory: Path) -> bool:
     """Whether any YAML file below `directory` (outside charts and hidden ones) holds a
-    HelmRelease."""
+    HelmRelease or a Flux Kustomization."""
     if (directory / "Chart.yaml").is_file():
         return False
     for child in sorted(directory.iterdir()):
@@ -112,15 +113,19 @@ def holds_helmreleases(directory: Path) -> bool:
 
 
 def _has_helmrelease(path: Path) -> bool:
+    """Whether the file holds a HelmRelease or a Flux Kustomization (which may build some)."""
     try:
         text = path.read_text(encoding="utf-8")
-        if "HelmRelease" not in text:
+        if "HelmRelease" not in text and API_GROUP not in text:
             return False
         documents = yamlio.load_documents(text, source=path.name)
     except (ReviewerError, OSError, UnicodeDecodeError):
         return False
     return any(
-        document.get("kind") == "HelmRelease"
-        and str(document.get("apiVersion", "")).startswith(f"{HELM_GROUP}/")
+        is_kustomization(document)
+        or (
+            document.get("kind") == "HelmRelease"
+            and str(document.get("apiVersion", "")).startswith(f"{HELM_GROUP}/")
+        )
         for document in documents
     )

@@ -62,6 +62,8 @@ class Built:
     replacements: Mapping[str, str] = field(default_factory=dict)
     """Decrypted SOPS Secrets' values and Secret-sourced variables, which substitution may
     have copied into any object (a ConfigMap, a HelmRelease's values)."""
+    files: frozenset[str] = frozenset()
+    """The repository files the build read."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def build(
     """The objects `kustomization` applies, built from the repository at `root`."""
     # Relative to the repository root even when written absolute, as the controller joins it.
     directory = root / kustomization.path.lstrip("/")
-    text = kustomize_flux.build_flux(
+    tree = kustomize_flux.build_flux_tree(
         root,
         directory,
         kustomization.fields,
@@ -93,7 +95,9 @@ def build(
         kubectl=kubectl,
         timeout=timeout,
     )
-    objects = yamlio.load_documents(text, source=f"{kustomization.source} (build)", cache=False)
+    objects = yamlio.load_documents(
+        tree.text, source=f"{kustomization.source} (build)", cache=False
+    )
     variables = (
         load_variables(kustomization, lookup, decryptor)
         if kustomization.post_build is not None
@@ -117,7 +121,7 @@ def build(
             secrets.extend([*_secret_texts(decrypted), *_secret_texts(result)])
         built.append(with_metadata(kustomization, result))
     unique = sorted({text for text in secrets if text})
-    return Built(tuple(built), replacement_map(unique, redact_tree(unique)))
+    return Built(tuple(built), replacement_map(unique, redact_tree(unique)), tree.files)
 
 
 def load_variables(

@@ -77,7 +77,8 @@ def plan_kustomizations(
     inputs: dict[ReleaseId, frozenset[str]] = {}
     errors: list[PlanError] = []
     for result in results:
-        files = frozenset({result.file, *_owned(result)})
+        # What it read, or (failed before reading) the directory it would have built.
+        files = frozenset({result.file, *(result.built.files or _owned(result))})
         origin = f"{_directory(result)} (built by Kustomization {_name(result)})"
         origins[origin] = files
         for document in result.built.objects:
