@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from agekeys import AgeIdentity, encrypt
-from chartrepo import ChartRepository
+from chartrepo import ChartRepository, package
 from conftest import GitRepo, git
 from flux_repo import app_chart_files, chart_spec, helm_repository, helmrelease, write_chart_dir
+from registry import Registry
 from test_diff_command import run_diff
 from test_secrets import render_out
 
@@ -352,3 +353,64 @@ def test_the_flux_example_renders_offline_and_its_demo_shows_the_release_change(
     assert "value: eu-west-1" in text
     assert "value: Hello from ${HOSTNAME}" in text
     assert DEMO_PASSWORD not in text
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A loopback OCI registry with charts/app 1.0.0 and 1.1.0."""
+    work = tmp_path_factory.mktemp("oci")
+    with Registry(work / "registry") as server:
+        source = write_chart_dir(work / "src" / "app", app_chart_files())
+        for version in ("1.0.0", "1.1.0"):
+            server.push(package(source, work / "pkg", version))
+        yield server
+
+
+def test_a_helmrelease_file_a_kustomization_builds_is_planned_once_as_built(
+    tmp_path: Path, registry: Registry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    # apps/ is below the source's paths too: its files belong to the Kustomization all the same.
+    sources = "sources:\n  - {name: prod, kind: flux, paths: [clusters, apps]}\n"
+    repo.write(".reviewer.yaml", sources)
+    repo.write(
+        "clusters/prod/apps.yaml",
+        flux_kustomization(
+            "apps",
+            path="./apps",
+            targetNamespace="team",
+            postBuild={"substitute": {"chart_range": "~1.0", "replicas": "5"}},
+        ),
+    )
+    repo.write("apps/kustomization.yaml", "resources: [oci.yaml, web.yaml]\n")
+    repo.write(
+        "apps/oci.yaml",
+        yamlio.dump(
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "OCIRepository",
+                "metadata": {"name": "app-oci"},
+                "spec": {"url": f"{registry.url}/charts/app", "ref": {"semver": "${chart_range}"}},
+            }
+        ),
+    )
+    repo.write(
+        "apps/web.yaml",
+        helmrelease(
+            "web",
+            chartRef={"kind": "OCIRepository", "name": "app-oci"},
+            values={"replicas": "${replicas}"},
+        ).replace("'${replicas}'", "${replicas}"),
+    )
+    # Left out of apps/kustomization.yaml: Flux never applies it, so it is not planned.
+    repo.write("apps/draft.yaml", helmrelease("draft", chart=chart_spec("app", "nowhere")))
+    code, text = render_out(repo, tmp_path / "out", "--allow-loopback-charts")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.OK, err
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    releases = {
+        f"{r['cluster']}/{r['deployment']}/{r['release']}": r["version"] for r in index["releases"]
+    }
+    # The OCIRepository came from the build (namespace `team`, range substituted).
+    assert releases == {"prod/team/web": "1.0.0", "prod/flux-system/apps/kustomization": ""}
+    assert "replicas: 5" in text
