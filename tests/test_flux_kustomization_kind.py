@@ -414,3 +414,31 @@ def test_a_helmrelease_file_a_kustomization_builds_is_planned_once_as_built(
     # The OCIRepository came from the build (namespace `team`, range substituted).
     assert releases == {"prod/team/web": "1.0.0", "prod/flux-system/apps/kustomization": ""}
     assert "replicas: 5" in text
+
+
+def test_without_a_key_a_kustomization_secret_becomes_placeholders_and_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no key in sops' default places either
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write(".reviewer.yaml", SOURCES)
+    repo.write(
+        "clusters/prod/apps.yaml",
+        flux_kustomization("apps", path="./apps", decryption={"provider": "sops"}),
+    )
+    (repo.root / "apps").mkdir()
+    encrypt(
+        repo.root / "apps",
+        secret("api", "apps", {"token": API_TOKEN}),
+        AgeIdentity.generate(),
+        "--encrypted-regex",
+        "^(data|stringData)$",
+        name="api.yaml",
+    )
+    code, text = render_out(repo, tmp_path / "out")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.OK, err
+    assert "clusters/prod/apps.yaml Secret/api" in err  # named in the not-decrypted warning
+    assert "kind: Secret" in text and API_TOKEN not in text + err
