@@ -20,7 +20,9 @@ from test_diff_command import run_diff
 from test_secrets import render_out
 
 from reviewer import yamlio
+from reviewer.discover import Layout
 from reviewer.errors import ExitStatus
+from reviewer.sources import registry as source_registry
 
 DB_PASSWORD = "s3cr3t-Pa55word-4711"
 NEW_DB_PASSWORD = "n3w-Pa55word-0815"
@@ -442,3 +444,31 @@ def test_without_a_key_a_kustomization_secret_becomes_placeholders_and_a_warning
     assert code == ExitStatus.OK, err
     assert "clusters/prod/apps.yaml Secret/api" in err  # named in the not-decrypted warning
     assert "kind: Secret" in text and API_TOKEN not in text + err
+
+
+def test_detection_finds_one_source_per_bootstrapped_cluster(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    for cluster in ("production", "staging"):
+        repo.write(
+            f"clusters/{cluster}/flux-system/gotk-sync.yaml",
+            flux_kustomization("flux-system", path=f"./clusters/{cluster}"),
+        )
+        repo.write(
+            f"clusters/{cluster}/apps.yaml",
+            flux_kustomization("apps", path=f"./apps/{cluster}"),
+        )
+        repo.write(
+            f"clusters/{cluster}/infrastructure.yaml",
+            flux_kustomization("infrastructure", path="./infrastructure"),
+        )
+        repo.write(f"apps/{cluster}/kustomization.yaml", "resources: [../base]\n")
+    repo.write("apps/base/kustomization.yaml", "resources: [web.yaml]\n")
+    repo.write("apps/base/web.yaml", helmrelease("web", chart=chart_spec("app", "charts")))
+    repo.write("infrastructure/kustomization.yaml", "resources: [namespace.yaml]\n")
+    repo.write("infrastructure/namespace.yaml", "apiVersion: v1\nkind: Namespace\n")
+    # apps/ and infrastructure/ are built by the clusters' Kustomizations: no sources of
+    # their own (as flux or manifests), where their bases would be reviewed unsubstituted.
+    assert source_registry.describe(source_registry.detect(repo.root, Layout()), detected=True) == (
+        "sources (detected): flux 'production': clusters/production/; "
+        "flux 'staging': clusters/staging/"
+    )

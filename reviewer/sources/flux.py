@@ -21,6 +21,7 @@ from reviewer.errors import ReviewerError
 from reviewer.helmreleases.objects import HELM_GROUP
 from reviewer.helmreleases.planner import FluxInputs, plan_helmreleases
 from reviewer.plan import Plan
+from reviewer.sources import flux_kustomization as fks
 from reviewer.sources.flux_kustomization_plan import plan_kustomizations
 from reviewer.sources.flux_kustomization_spec import API_GROUP, is_kustomization
 from reviewer.sources.protocol import PlanContext, SourceEntry
@@ -88,12 +89,71 @@ def decode(entry: SourceEntry) -> Flux:
 
 
 def detect(root: Path) -> Sequence[Flux]:
-    """One source per top-level directory holding a HelmRelease or Flux Kustomization file."""
-    return [
-        Flux(child.name, (child.name,))
+    """One source per top-level directory holding a HelmRelease or Flux Kustomization file.
+
+    Where a directory's Kustomizations sit in several subdirectories (`clusters/<cluster>/`,
+    as `flux bootstrap` lays out a repository of several clusters), one source per
+    subdirectory, named after it. A directory some Kustomization builds from
+    (`apps/`) is reviewed through that Kustomization, not as a source of its own.
+    """
+    tops = [
+        child.name
         for child in sorted(root.iterdir())
         if child.is_dir() and not child.name.startswith(".") and holds_helmreleases(child)
     ]
+    found: list[Flux] = []
+    for top in tops:
+        clusters = _cluster_directories(root, top)
+        if len(clusters) < 2:
+            found.append(Flux(top, (top,)))
+        else:
+            found.extend(Flux(cluster, (f"{top}/{cluster}",)) for cluster in clusters)
+    built = built_directories(root, found)
+    kept = [source for source in found if _top(source.paths[0]) not in built]
+    names = [source.name for source in kept]
+    # Two directories with a cluster of the same name: the path tells them apart.
+    return [
+        source if names.count(source.name) == 1 else Flux(source.paths[0], source.paths)
+        for source in kept
+    ]
+
+
+def built_directories(root: Path, sources: Sequence[object]) -> set[str]:
+    """The top-level directories the Flux Kustomizations of `sources` build from, outside
+    the sources' own directories: reviewed through them, not as sources of their own."""
+    built: set[str] = set()
+    for source in sources:
+        if not isinstance(source, Flux):
+            continue
+        paths = {
+            _top(result.kustomization.path)
+            for result in fks.find_in_files(root, source.paths)
+            if result.error is None
+        }
+        built |= paths - {_top(path) for path in source.paths}
+    return built - {"", "."}
+
+
+def claimed_directories(root: Path, sources: Sequence[object]) -> set[str]:
+    """Top-level directories the flux `sources` review: theirs, and those their
+    Kustomizations build from (not also to be detected as another kind)."""
+    own = {_top(path) for source in sources if isinstance(source, Flux) for path in source.paths}
+    return own | built_directories(root, sources)
+
+
+def _cluster_directories(root: Path, top: str) -> list[str]:
+    """The subdirectories of `top` holding Flux Kustomization files."""
+    return sorted(
+        {
+            result.file.split("/")[1]
+            for result in fks.find_in_files(root, [top])
+            if result.file.count("/") >= 2
+        }
+    )
+
+
+def _top(path: str) -> str:
+    return path.removeprefix("./").strip("/").split("/")[0]
 
 
 def holds_helmreleases(directory: Path) -> bool:

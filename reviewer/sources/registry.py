@@ -29,6 +29,7 @@ def detect(root: Path, layout: Layout) -> tuple[Source, ...]:
     found = [source for kind in kinds.values() for source in kind.detect(root)]
     # A directory of HelmReleases is a flux source, not also plain manifests.
     claimed = {path for source in found if isinstance(source, flux.Flux) for path in source.paths}
+    claimed |= flux.claimed_directories(root, found)  # also what their Kustomizations build
     found = [
         s for s in found if not (isinstance(s, manifests.Manifests) and set(s.paths) & claimed)
     ]
