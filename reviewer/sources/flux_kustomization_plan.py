@@ -18,6 +18,7 @@ HelmReleases in the files below its path fail with it instead of looking removed
 from __future__ import annotations
 
 import shlex
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,12 +61,7 @@ def plan_kustomizations(
 ) -> Kustomizations:
     """Build every Kustomization of the source; on the twin, only what the planner needs
     (secrets in built objects replaced by their redacted form)."""
-    results = fks.build_all(
-        context.root,
-        paths,
-        decryptor=None if context.decoder is None else _Decryptor(context.decoder),
-        timeout=context.kustomize_timeout,
-    )
+    results = _built(paths, context)
     if not results:
         return Kustomizations()
     replacements = {
@@ -100,6 +96,29 @@ def plan_kustomizations(
         replacements=replacements,
         errors=tuple(errors),
     )
+
+
+_BUILDS: weakref.WeakKeyDictionary[SopsDecoder, dict[tuple[str, tuple[str, ...]], list[fks.Result]]]
+_BUILDS = weakref.WeakKeyDictionary()
+"""Builds by decoder: the real and the twin plan of a side share one decoder and one
+checkout, and the twin only needs what the real plan built (kustomize runs once)."""
+
+
+def _built(paths: Sequence[str], context: PlanContext) -> list[fks.Result]:
+    decoder = context.decoder
+    if decoder is None:
+        return fks.build_all(context.root, paths, timeout=context.kustomize_timeout)
+    key = (str(context.root.resolve()), tuple(paths))
+    builds = _BUILDS.setdefault(decoder, {})
+    # The real plan builds; the twin (planned right after it) takes the same results.
+    if not context.twin or key not in builds:
+        builds[key] = fks.build_all(
+            context.root,
+            paths,
+            decryptor=_Decryptor(decoder),
+            timeout=context.kustomize_timeout,
+        )
+    return builds[key]
 
 
 def _name(result: fks.Result) -> str:
