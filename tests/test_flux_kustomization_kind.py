@@ -472,3 +472,29 @@ def test_detection_finds_one_source_per_bootstrapped_cluster(tmp_path: Path) -> 
         "sources (detected): flux 'production': clusters/production/; "
         "flux 'staging': clusters/staging/"
     )
+
+
+def test_a_failure_of_a_kustomization_another_one_builds_names_its_own_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write(".reviewer.yaml", SOURCES)
+    repo.write(
+        "clusters/prod/flux-system/gotk-sync.yaml",
+        flux_kustomization("flux-system", path="./clusters/prod"),
+    )
+    repo.write(
+        "clusters/prod/apps.yaml",
+        flux_kustomization("apps", path="./apps", postBuild={"substitute": {"a": "1"}}),
+    )
+    repo.write(
+        "apps/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\ndata: {zone: '${zone}'}\n",
+    )
+    code, _ = render_out(repo, tmp_path / "out")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.RENDER_FAILED
+    assert (
+        "clusters/prod/apps.yaml: spec.postBuild: post build failed for ConfigMap/s: "
+        'variable not set (strict mode): "zone"'
+    ) in err

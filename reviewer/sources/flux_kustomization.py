@@ -18,7 +18,7 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -362,6 +362,7 @@ def build_all(
     done: dict[tuple[str, str], Result] = {
         r.kustomization.identity: r for r in in_files if r.error is not None
     }
+    declared = {r.kustomization.identity: r.file for r in in_files if r.error is None}
     # Roots first: a Kustomization whose file another one builds is applied as built.
     queue = {r.kustomization.identity: r.kustomization for r in _roots(in_files)}
     queue = {identity: k for identity, k in queue.items() if identity not in done}
@@ -385,6 +386,7 @@ def build_all(
             for document in built.objects:
                 if is_kustomization(document):
                     child = _decoded(document, f"{kustomization.source} ({kustomization.path})")
+                    child = _declared_in(child, declared)
                     if child.kustomization.identity in done:
                         continue
                     if child.error is not None:
@@ -399,6 +401,15 @@ def build_all(
                 if r.kustomization.identity not in done
             }
     return _without_loops(list(done.values()))
+
+
+def _declared_in(child: Result, declared: Mapping[tuple[str, str], str]) -> Result:
+    """A Kustomization a build produced, named after the file that declares it (when one
+    below the paths does), so that its errors point at that file."""
+    file = declared.get(child.kustomization.identity)
+    if file is None or child.error is not None:
+        return child
+    return replace(child, kustomization=replace(child.kustomization, source=file))
 
 
 def _unique(found: list[Result]) -> list[Result]:
