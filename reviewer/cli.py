@@ -35,7 +35,7 @@ from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.marker_keys import local_marker_key, shared_marker_key
 from reviewer.publish import CommentMode, StatusKind
-from reviewer.render_cache import DEFAULT_MAX_MIB, default_render_cache_dir
+from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore, default_render_cache_dir
 from reviewer.side import Selection, Shard, SideOptions
 from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling
@@ -540,6 +540,24 @@ _with_release_args = _options_into(
 def explain(edge: Edge, release: explain_cmd.ReleaseArgs, path: str | None) -> None:
     """Every value of one release (or under PATH) and the file that set it (redacted)."""
     sys.exit(explain_cmd.explain(release, path, edge.console))
+
+
+@cli.command("cache")
+@click.option(
+    "--render-cache",
+    type=click.Path(file_okay=False),
+    help="The render cache [default: the user's cache directory].",
+)
+@click.option("--clear", is_flag=True, help="Remove every entry of the render cache.")
+@_EDGE
+def cache_command(edge: Edge, render_cache: str | None, clear: bool) -> None:
+    """Where the render cache is and what it holds; --clear empties it (docs/cache.md)."""
+    root = Path(render_cache) if render_cache else default_render_cache_dir(edge.env)
+    store = RenderStore(root, max_bytes=0)
+    if clear:
+        store.clear()
+    usage = store.usage()
+    edge.console.write(f"{root}: {usage.entries} entries, {usage.size / 2**20:.1f} MiB\n")
 
 
 @cli.command("values")

@@ -228,3 +228,19 @@ def test_concurrent_writers_leave_only_whole_entries(repo: Repo, tmp_path: Path)
 
 def tree(root: Path) -> dict[Path, bytes]:
     return {path.relative_to(root): path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
+def test_the_cache_command_shows_and_clears_the_render_cache(
+    repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet(repo)
+    store = tmp_path / "render-cache"
+    render_counts(repo.root, store)
+    with pytest.raises(SystemExit) as done:
+        main(["cache", "--render-cache", str(store)])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith(f"{store}: 3 entries, ")
+    with pytest.raises(SystemExit):
+        main(["cache", "--render-cache", str(store), "--clear"])
+    assert capsys.readouterr().out.startswith(f"{store}: 0 entries, ")
+    assert entries(store) == []
