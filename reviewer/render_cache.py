@@ -1,10 +1,11 @@
 """The persistent render cache: rendered releases on disk, by input digest (docs/cache.md).
 
 Only releases no secret reaches are stored: their values hold no SOPS leaf (no secret
-layer, and the real plan equals its redacted twin), so neither an entry nor its name
-carries anything derived from a secret. Entries are written atomically (temporary
-file, then rename) and checked when read: an entry of another format, of another
-key, or whose content does not match its digest is ignored and rendered again.
+layer, the real plan equals its redacted twin, and no known secret is spelled in them),
+so neither an entry nor its name carries anything derived from a secret. Entries are
+written atomically (temporary file, then rename) and checked when read: an entry of
+another format, of another key, or whose content does not match its digest is ignored
+and rendered again.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reviewer.engine import ChartInfo
 from reviewer.model import ReleaseId, Resource, ResourceKey
-from reviewer.plan import Plan
+from reviewer.plan import Plan, ReleasePlan
+from reviewer.redact import is_distinctive, leaf_texts
 from reviewer.workers import Outcome
 
 FORMAT = "reviewer-render-cache/1"
@@ -53,14 +56,30 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def secret_free(real: Plan, twin: Plan) -> frozenset[ReleaseId]:
-    """Releases no SOPS value reaches: no secret layer, and a twin plan equal to the real one."""
+def secret_free(real: Plan, twin: Plan, secrets: Iterable[str] = ()) -> frozenset[ReleaseId]:
+    """Releases no SOPS value reaches: no secret layer, a twin plan equal to the real one,
+    and no known secret (a distinctive one of `secrets`) spelled in their values or labels."""
     twins = {release.id: release for release in twin.releases}
+    spelled = _spelling(secrets)
     return frozenset(
         release.id
         for release in real.releases
-        if not any(layer.secret for layer in release.layers) and twins.get(release.id) == release
+        if not any(layer.secret for layer in release.layers)
+        and twins.get(release.id) == release
+        and not (spelled is not None and spelled.search(_texts(release)))
     )
+
+
+def _spelling(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    # The second line of defence, like the leak guard: a secret that reached a release
+    # some other way than the twins can see. Common words would match everywhere.
+    guarded = sorted({text for text in secrets if is_distinctive(text)}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, guarded))) if guarded else None
+
+
+def _texts(release: ReleasePlan) -> str:
+    texts = [release.id.release, release.namespace, *leaf_texts(release.labels)]
+    return "\0".join([*texts, *leaf_texts(release.values)])
 
 
 @dataclass(frozen=True)

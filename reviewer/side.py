@@ -295,7 +295,9 @@ def render_side(
             pool=tools.pool,
             cache=tools.cache,
             progress=lambda _: advance(),
-            persist=secret_free(planned.plan, planned.twin),
+            persist=secret_free(
+                planned.plan, planned.twin, (*planned.leaves, *planned.replacements)
+            ),
         )
     plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
     published = None

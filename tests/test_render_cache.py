@@ -147,6 +147,29 @@ def test_a_release_a_secret_reaches_is_never_written(
     assert (warm.rendered, warm.restored) == (2, 2), "cluster a renders (and its twin) each time"
 
 
+def test_a_release_spelling_a_known_secret_is_never_written(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret copied verbatim into a plain file passes the twins; it still stays off disk."""
+    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    identity = AgeIdentity.generate()
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(tmp_path / "keys.txt")))
+    fleet(repo)
+    encrypt(
+        repo.root / "deployments/a",
+        {"db": {"password": SECRET}},
+        identity,
+        name="cluster.values.sops.yaml",
+    )
+    repo.write("deployments/b/cluster.values.yaml", f"where: b\ncopied: {SECRET}\n")
+    store = tmp_path / "render-cache"
+    assert render_counts(repo.root, store).stored == 1, "only cluster c is kept"
+    found = b"".join(path.read_bytes() for path in entries(store))
+    assert b"where: c" in found.replace(b"\\n", b"\n")
+    assert SECRET.encode() not in found
+
+
 def test_corrupt_and_foreign_entries_are_ignored(repo: Repo, tmp_path: Path) -> None:
     fleet(repo)
     store = tmp_path / "render-cache"
