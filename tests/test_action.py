@@ -611,6 +611,8 @@ def test_the_action_repository_is_listable_on_the_marketplace() -> None:
             assert step["uses"].split("@")[0] in {
                 "actions/setup-python",
                 "actions/cache",
+                "actions/cache/restore",  # the render cache: restored, then saved on failure too
+                "actions/cache/save",
                 "actions/upload-artifact",
             }
 
