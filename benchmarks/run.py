@@ -185,14 +185,29 @@ def _child_env(scratch: Path, sops: bool) -> dict[str, str]:
 
 
 def run_reviewer(
-    command: list[str], *, scratch: Path, sops: bool, repeat: int, report: Path | None = None
+    command: list[str],
+    *,
+    scratch: Path,
+    sops: bool,
+    repeat: int,
+    report: Path | None = None,
+    warm: bool = False,
 ) -> ReviewerRun:
-    """Run a reviewer command `repeat` times; fails loudly on an unexpected exit status."""
+    """Run a reviewer command `repeat` times; fails loudly on an unexpected exit status.
+
+    `warm`: one unmeasured run first fills a chart and render cache that every measured
+    run then shares (the second review of the same pull request).
+    """
     runs: list[Measurement] = []
+    shared = _child_env(scratch, sops) if warm else None
+    if shared is not None:
+        filled = measure(command, env=shared, cwd=scratch)
+        if filled.returncode not in (0, 2):
+            raise RuntimeError(f"{shlex.join(command)} exited {filled.returncode}")
     for _ in range(repeat):
         # cwd: a neutral directory, so `python -m reviewer` imports the installed package
         # (or PYTHONPATH's), not a `reviewer/` that happens to be in the caller's cwd.
-        done = measure(command, env=_child_env(scratch, sops), cwd=scratch)
+        done = measure(command, env=shared or _child_env(scratch, sops), cwd=scratch)
         if done.returncode not in (0, 2):
             raise RuntimeError(
                 f"{shlex.join(command)} exited {done.returncode}:\n{done.stderr_tail}"
@@ -462,6 +477,12 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--repeat", type=_positive, default=1, help="reviewer runs per measurement")
     parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="run each reviewer command once unmeasured to fill the chart and render caches, "
+        "then measure runs that share them (default: every run cold)",
+    )
+    parser.add_argument(
         "--baseline-sample",
         type=_positive,
         metavar="K",
@@ -512,7 +533,9 @@ def main(argv: Sequence[str]) -> int:
         if not args.no_render:
             out = scratch / "render"
             command = [*reviewer, "render", str(repo), "--out", str(out), *common]
-            full = run_reviewer(command, scratch=scratch, sops=args.sops, repeat=args.repeat)
+            full = run_reviewer(
+                command, scratch=scratch, sops=args.sops, repeat=args.repeat, warm=args.warm
+            )
             print(f"  full render: {full.wall:.2f} s, {full.peak_mb:.0f} MB")
 
         results: list[ScenarioResult] = []
@@ -536,7 +559,12 @@ def main(argv: Sequence[str]) -> int:
                 *diff_extra,
             ]
             diff = run_reviewer(
-                command, scratch=scratch, sops=args.sops, repeat=args.repeat, report=report
+                command,
+                scratch=scratch,
+                sops=args.sops,
+                repeat=args.repeat,
+                report=report,
+                warm=args.warm,
             )
             floor = run_floor(args.python, repo, scratch=scratch, repeat=args.repeat)
             print(
@@ -574,6 +602,7 @@ def main(argv: Sequence[str]) -> int:
             "diff_args": args.diff_args,
             "baseline_jobs": args.baseline_jobs,
             "baseline_sample": args.baseline_sample,
+            "warm": args.warm,
             "cpus": os.cpu_count(),
             "load_average": load,
             "full_render": asdict(full) if full else None,
@@ -671,6 +700,12 @@ def _table(
     lines.insert(1, "  ".join("-" * width for width in widths))
     notes = [
         "changed: releases reported changed / releases the scenario touches.",
+        "caches: "
+        + (
+            "warm (each command ran once unmeasured to fill the chart and render caches)."
+            if args.warm
+            else "cold (a fresh, empty cache directory for every run)."
+        ),
         "peak MB: max of the child's ru_maxrss and the sampled RSS sum of its process tree.",
         "floor: reading and hashing every input file of both sides (base from git's object "
         "store, head from the working tree), no rendering; x floor = reviewer wall / floor.",

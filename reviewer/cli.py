@@ -35,6 +35,7 @@ from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.marker_keys import local_marker_key, shared_marker_key
 from reviewer.publish import CommentMode, StatusKind
+from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore, default_render_cache_dir
 from reviewer.side import Selection, Shard, SideOptions
 from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling
@@ -143,6 +144,9 @@ def _side_flags(
     helm_engine: str,
     helm_binary: str | None,
     cache_dir: str | None,
+    render_cache: str | None,
+    no_render_cache: bool,
+    render_cache_size: int,
     offline: bool,
     jobs: int | None,
     render_timeout: float | None,
@@ -165,6 +169,8 @@ def _side_flags(
         jobs=jobs or os.cpu_count() or 1,
         limits=LimitFlags(render_timeout, render_memory, render_output),
         allow_loopback=allow_loopback_charts,
+        render_cache=_render_cache_dir(render_cache, no_render_cache, environ),
+        render_cache_mib=render_cache_size,
     )
     return SideFlags(
         clusters=clusters,
@@ -175,6 +181,12 @@ def _side_flags(
         definitions=definitions,
         templates=templates,
     )
+
+
+def _render_cache_dir(given: str | None, disabled: bool, environ: Mapping[str, str]) -> Path | None:
+    if disabled:
+        return None
+    return Path(given) if given else default_render_cache_dir(environ)
 
 
 _with_side_flags = _options_into(
@@ -228,6 +240,24 @@ _with_side_flags = _options_into(
         "--cache-dir",
         type=click.Path(file_okay=False),
         help="Chart cache shared across runs [default: the user's cache directory].",
+    ),
+    _option(
+        "--render-cache",
+        type=click.Path(file_okay=False),
+        help="Rendered releases no secret reaches, kept across runs (docs/cache.md) "
+        "[default: the user's cache directory].",
+    ),
+    _option(
+        "--no-render-cache",
+        is_flag=True,
+        help="Keep rendered releases for this run only: read and write no render cache.",
+    ),
+    _option(
+        "--render-cache-size",
+        type=click.IntRange(min=1),
+        default=DEFAULT_MAX_MIB,
+        show_default=True,
+        help="MiB the render cache may hold; least recently used entries go first.",
     ),
     _option(
         "--helm-binary",
@@ -510,6 +540,24 @@ _with_release_args = _options_into(
 def explain(edge: Edge, release: explain_cmd.ReleaseArgs, path: str | None) -> None:
     """Every value of one release (or under PATH) and the file that set it (redacted)."""
     sys.exit(explain_cmd.explain(release, path, edge.console))
+
+
+@cli.command("cache")
+@click.option(
+    "--render-cache",
+    type=click.Path(file_okay=False),
+    help="The render cache [default: the user's cache directory].",
+)
+@click.option("--clear", is_flag=True, help="Remove every entry of the render cache.")
+@_EDGE
+def cache_command(edge: Edge, render_cache: str | None, clear: bool) -> None:
+    """Where the render cache is and what it holds; --clear empties it (docs/cache.md)."""
+    root = Path(render_cache) if render_cache else default_render_cache_dir(edge.env)
+    store = RenderStore(root, max_bytes=0)
+    if clear:
+        store.clear()
+    usage = store.usage()
+    edge.console.write(f"{root}: {usage.entries} entries, {usage.size / 2**20:.1f} MiB\n")
 
 
 @cli.command("values")

@@ -2,8 +2,10 @@
 
 Each release's inputs (chart content, merged values, name, namespace, engine
 and Helm version) hash to a digest; a digest already rendered — on this side or
-the other side of a diff — is reused instead of rendered again. A failing
-release becomes a `RenderedRelease` with its error; the others go on.
+the other side of a diff — is reused instead of rendered again. With a
+`RenderStore`, releases no secret reaches are also read from and written to the
+persistent render cache (docs/cache.md). A failing release becomes a
+`RenderedRelease` with its error; the others go on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from reviewer.engine import RenderRequest
 from reviewer.errors import ReviewerError
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, PlanError, ReleasePlan
+from reviewer.render_cache import RenderStore
 from reviewer.workers import Outcome, Pool
 
 Progress = Callable[[ReleasePlan], None]
@@ -44,6 +47,12 @@ class RenderCache:
     defaults: dict[tuple[Path, ChartDefaults], Path] = field(default_factory=dict)
     local_charts: dict[tuple[Path, str, str | None], ResolvedChart] = field(default_factory=dict)
     """Local charts resolved (jail-checked) once per checkout, not once per release."""
+    store: RenderStore | None = None
+    """The persistent render cache, if any: outcomes across runs."""
+    restored: int = 0
+    """Outcomes read from `store` instead of rendered."""
+    stored: int = 0
+    """Outcomes written to `store`."""
     _scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def scratch(self) -> str:
@@ -105,8 +114,13 @@ def render_plan(
     pool: Pool,
     cache: RenderCache | None = None,
     progress: Progress = _no_progress,
+    persist: frozenset[ReleaseId] = frozenset(),
 ) -> Snapshot:
-    """Render every planned release once per distinct input digest."""
+    """Render every planned release once per distinct input digest.
+
+    Releases in `persist` (those no secret reaches) may come from, and go to, the cache's
+    persistent store; the others are never read from or written to disk.
+    """
     cache = cache if cache is not None else RenderCache()
     results: dict[int, RenderedRelease] = {}
     pending: dict[str, _Pending] = {}
@@ -118,6 +132,8 @@ def render_plan(
             progress(release)
             continue
         outcome = cache.outcomes.get(digest)
+        if outcome is None and release.id in persist:
+            outcome = _restore(cache, digest)
         if outcome is not None:
             cache.reused += 1
             results[index] = _finished(release, outcome)
@@ -126,7 +142,7 @@ def render_plan(
             pending[digest].releases.append(index)
         else:
             pending[digest] = _Pending(request, [index])
-    results.update(_render_pending(plan, pending, pool, cache, progress))
+    results.update(_render_pending(plan, pending, pool, cache, progress, persist))
     releases = [_failed_plan_entry(error) for error in plan.errors]
     releases += [results[index] for index in range(len(plan.releases))]
     releases += plan.objects
@@ -139,6 +155,7 @@ def _render_pending(
     pool: Pool,
     cache: RenderCache,
     progress: Progress,
+    persist: frozenset[ReleaseId],
 ) -> Iterator[tuple[int, RenderedRelease]]:
     """Render each pending digest once; yields every waiting release as its render finishes."""
     digests = list(pending)
@@ -147,10 +164,24 @@ def _render_pending(
         digest = digests[position]
         cache.outcomes[digest] = outcome
         cache.rendered += 1
-        for index in pending[digest].releases:
+        waiting = pending[digest].releases
+        if cache.store is not None and all(plan.releases[i].id in persist for i in waiting):
+            cache.stored += cache.store.save(digest, outcome)
+        for index in waiting:
             release = plan.releases[index]
             yield index, _finished(release, outcome)
             progress(release)
+
+
+def _restore(cache: RenderCache, digest: str) -> Outcome | None:
+    """The outcome the persistent store holds for `digest`, kept in memory for this run."""
+    if cache.store is None:
+        return None
+    outcome = cache.store.load(digest)
+    if outcome is not None:
+        cache.outcomes[digest] = outcome
+        cache.restored += 1
+    return outcome
 
 
 def render_again(

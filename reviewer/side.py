@@ -26,6 +26,7 @@ from reviewer.plan import Plan, ReleasePlan
 from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
 from reviewer.render import render_plan
+from reviewer.render_cache import secret_free
 from reviewer.sops import SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
 from reviewer.sources.protocol import PlanContext, Source
@@ -294,6 +295,9 @@ def render_side(
             pool=tools.pool,
             cache=tools.cache,
             progress=lambda _: advance(),
+            persist=secret_free(
+                planned.plan, planned.twin, (*planned.leaves, *planned.replacements)
+            ),
         )
     plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
     published = None

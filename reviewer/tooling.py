@@ -13,6 +13,7 @@ from reviewer.config import RepoConfig
 from reviewer.engine import make_engine
 from reviewer.limits import LimitFlags, Limits
 from reviewer.render import RenderCache
+from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore
 from reviewer.sandbox import SandboxPool
 from reviewer.workers import Pool
 
@@ -31,6 +32,10 @@ class Tooling:
     """Render limits given on the command line (they win over `.reviewer.yaml`)."""
     allow_loopback: bool = False
     """Chart repositories on loopback addresses allowed (local use, tests)."""
+    render_cache: Path | None = None
+    """The persistent render cache (docs/cache.md); None: renders are kept for this run only."""
+    render_cache_mib: int = DEFAULT_MAX_MIB
+    """Its size bound, enforced when the run ends (least recently used entries go first)."""
 
     def limits_with(self, settings: RepoConfig) -> Limits:
         """The render limits: command line, else the base side's `.reviewer.yaml`."""
@@ -53,10 +58,17 @@ def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterat
     `settings` (the base side's `.reviewer.yaml`) give the render limits and chart hosts.
     """
     settings = settings or RepoConfig()
+    limits = tooling.limits_with(settings)
     engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
-    pool: Pool = SandboxPool(
-        engine, jobs=tooling.jobs, binary=tooling.helm_binary, limits=tooling.limits_with(settings)
-    )
+    pool: Pool = SandboxPool(engine, jobs=tooling.jobs, binary=tooling.helm_binary, limits=limits)
+    store = None
+    if tooling.render_cache is not None:
+        # A limit decides whether a render succeeds: entries made under other limits differ.
+        store = RenderStore(
+            tooling.render_cache,
+            max_bytes=tooling.render_cache_mib * 1024 * 1024,
+            context=repr(limits),
+        )
     try:
         with (
             _cache_dir(tooling.cache_dir) as cache_dir,
@@ -67,10 +79,12 @@ def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterat
                 policy=replace(settings.charts, allow_loopback=tooling.allow_loopback),
             ) as fetcher,
         ):
-            yield Tools(pool, fetcher)
+            yield Tools(pool, fetcher, RenderCache(store=store))
     finally:
         pool.close()
         engine.close()
+        if store is not None:
+            store.trim()
 
 
 @contextmanager

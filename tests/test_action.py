@@ -438,6 +438,8 @@ class ActionRunner:
         self.steps: dict[str, dict[str, str]] = {}
         self.uploads: list[dict[str, str]] = []
         self.caches: list[dict[str, str]] = []
+        self.render_caches: list[dict[str, str]] = []
+        """The render cache's restore and save steps (`uses` and their `with`)."""
         self.ran: list[str] = []
         self.log = ""
 
@@ -454,6 +456,8 @@ class ActionRunner:
             "github.action_path": str(ROOT),
             "github.token": self.env.get("GITHUB_TOKEN", ""),
             "github.repository": self.env.get("GITHUB_REPOSITORY", ""),
+            "github.run_id": self.env.get("GITHUB_RUN_ID", ""),
+            "github.run_attempt": self.env.get("GITHUB_RUN_ATTEMPT", "1"),
             "runner.temp": str(self.temp),
             "runner.os": "Linux",
         }[name]
@@ -510,6 +514,10 @@ class ActionRunner:
         if step["uses"].startswith("actions/cache@"):
             self.caches.append(given)
             return {"cache-hit": str(self._restore(given)).lower()}
+        if step["uses"].startswith(("actions/cache/restore@", "actions/cache/save@")):
+            # The directory stays on disk between runs here, as a restore would bring it back.
+            self.render_caches.append({"uses": step["uses"].partition("@")[0], **given})
+            return {"cache-hit": "false"}
         assert step["uses"].startswith("actions/upload-artifact@"), step["uses"]
         self.uploads.append(given)
         return {}
@@ -603,6 +611,8 @@ def test_the_action_repository_is_listable_on_the_marketplace() -> None:
             assert step["uses"].split("@")[0] in {
                 "actions/setup-python",
                 "actions/cache",
+                "actions/cache/restore",  # the render cache: restored, then saved on failure too
+                "actions/cache/save",
                 "actions/upload-artifact",
             }
 
@@ -966,6 +976,48 @@ def test_a_warm_environment_cache_installs_nothing_and_charts_are_cached(
     skipped = ActionRunner(pull.root, runner_temp, env, {"mode": "dry-run", "chart-cache": "false"})
     skipped.run()
     assert [cache["path"] for cache in skipped.caches] == [venv["path"]]
+
+
+def test_the_render_cache_is_restored_and_saved_only_when_entries_change(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    temp = tmp_path / "runner"
+    temp.mkdir()
+    env = runner_env(temp, {**actions_env(tmp_path, fake, pull), "GITHUB_RUN_ATTEMPT": "2"})
+    first = ActionRunner(pull.root, temp, env, {"mode": "dry-run"})
+    first.run()
+    restore, save = first.render_caches
+    directory = str(temp / "reviewer-render-default")
+    prefix = "reviewer-render-Linux-default"
+    assert restore == {
+        "uses": "actions/cache/restore",
+        "path": directory,
+        "key": f"{prefix}-{pull.stale_base}-77-2",
+        "restore-keys": f"{prefix}-{pull.stale_base}-\n{prefix}-\n",
+    }
+    assert save == {"uses": "actions/cache/save", "path": directory, "key": restore["key"]}
+    assert list(Path(directory).glob("??/*.entry")), "the review filled the render cache"
+
+    again = ActionRunner(pull.root, temp, env, {"mode": "dry-run"})
+    again.run()
+    assert [cache["uses"] for cache in again.render_caches] == ["actions/cache/restore"]
+    assert "Save the render cache" not in again.ran, "nothing new to save"
+
+    off = ActionRunner(pull.root, temp, env, {"mode": "dry-run", "render-cache": "false"})
+    off.run()
+    assert off.render_caches == []
+
+
+def test_the_render_cache_reaches_reviewer_ci_as_options(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    on = recorded_arguments(tmp_path / "a", fake, pull, **{"render-cache-size": "64"})
+    assert on[on.index("--render-cache") + 1].endswith("/reviewer-render-default")
+    assert on[on.index("--render-cache-size") + 1] == "64"
+    off = recorded_arguments(tmp_path / "b", fake, pull, **{"render-cache": "false"})
+    assert "--no-render-cache" in off and "--render-cache" not in off
+    closed = recorded_arguments(tmp_path / "c", fake, pull, mode="closed")
+    assert not [arg for arg in closed if "render-cache" in arg], "closed renders nothing"
 
 
 def test_the_environment_cache_key_follows_the_lock_and_the_source(tmp_path: Path) -> None:
