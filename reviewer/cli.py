@@ -517,11 +517,13 @@ def _release_args(
     )
 
 
-_with_release_args = _options_into(
-    _release_args,
-    _argument("repo", required=False, default=".", type=click.Path(exists=True, file_okay=False)),
-    _option("--cluster", required=True, help="Cluster path or name."),
-    _option("--deployment", required=True, help="Deployment name."),
+_RELEASE_OPTIONS = (
+    _option("--cluster", required=True, help="Cluster path or name (other kinds: source name)."),
+    _option(
+        "--deployment",
+        required=True,
+        help="Deployment name (flux: namespace; manifests: directory).",
+    ),
     _option("--release", "release_name", required=True, help="Release name."),
     _option(
         "--secrets",
@@ -531,15 +533,62 @@ _with_release_args = _options_into(
         help="How to read SOPS files.",
     ),
 )
+_with_release_args = _options_into(
+    _release_args,
+    _argument("repo", required=False, default=".", type=click.Path(exists=True, file_okay=False)),
+    *_RELEASE_OPTIONS,
+)
+
+
+@dataclass(frozen=True)
+class _Explained:
+    release: explain_cmd.ReleaseArgs
+    operands: explain_cmd.Operands
+    since: str | None
+
+
+def _explain_args(
+    operands: tuple[str, ...],
+    repo: str | None,
+    cluster: str,
+    deployment: str,
+    release_name: str,
+    secrets: str,
+    since: str | None,
+) -> _Explained:
+    # REPO and PATH are both optional: which one a lone word is depends on the file system.
+    found = explain_cmd.operands(operands, repo)
+    release = _release_args(str(found.repo), cluster, deployment, release_name, secrets)
+    return _Explained(release, found, since)
 
 
 @cli.command()
-@_with_release_args
-@click.argument("path", required=False)
+@_options_into(
+    _explain_args,
+    _argument("operands", nargs=-1, metavar="[REPO] [PATH]"),
+    _option("--repo", help="The repository [default: REPO, else the current directory]."),
+    *_RELEASE_OPTIONS,
+    _option(
+        "--base",
+        "since",
+        metavar="REF",
+        help="Also list the files changed since git REF that the release is built from.",
+    ),
+)
 @_EDGE
-def explain(edge: Edge, release: explain_cmd.ReleaseArgs, path: str | None) -> None:
-    """Every value of one release (or under PATH) and the file that set it (redacted)."""
-    sys.exit(explain_cmd.explain(release, path, edge.console))
+def explain(edge: Edge, given: _Explained) -> None:
+    """Every value of one release (or under PATH) and the file that set it, then the files it
+    is built from (redacted); object sets of other kinds: their files."""
+    operands = given.operands
+    sys.exit(
+        explain_cmd.explain(
+            given.release,
+            operands.path,
+            edge.console,
+            since=given.since,
+            path_hint=operands.path_hint,
+        )
+    )
 
 
 @cli.command("cache")

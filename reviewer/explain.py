@@ -251,7 +251,18 @@ def _ignored(name: str, ignored: tuple[str, ...]) -> bool:
 
 
 def _reads(plan: ReleasePlan, file: str) -> bool:
-    return any(file == used or file.startswith(used + "/") for used in plan.inputs)
+    return reads(plan.inputs, file)
+
+
+def reads(inputs: Iterable[str], file: str) -> bool:
+    """Whether a release built from `inputs` (files or directories) reads `file`."""
+    return any(file == used or file.startswith(used + "/") for used in inputs)
+
+
+def affected_by(files: Iterable[str], inputs: Iterable[str]) -> list[str]:
+    """The changed `files` a release built from `inputs` reads: its own blast radius."""
+    inputs = list(inputs)
+    return sorted(file for file in files if reads(inputs, file))
 
 
 def blast_radius(
