@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import decode, explain_json, regenerated
@@ -79,7 +79,7 @@ def load(root: Path) -> RenderedPair:
     top = decode.Field(str(meta_file))
     meta = decode.mapping(decode.read_json(meta_file, source=top.file), top)
     decode.required(meta, "schema", top, _schema)
-    return RenderedPair(
+    pair = RenderedPair(
         base=snapshot_mod.read(root / "base"),
         head=snapshot_mod.read(root / "head"),
         base_info=decode.required(meta, "base", top, _side),
@@ -92,6 +92,16 @@ def load(root: Path) -> RenderedPair:
             meta, "regenerated", top, regenerated.from_json, Regeneration()
         ),
     )
+    return _with_snapshot_ids(pair)
+
+
+def _with_snapshot_ids(pair: RenderedPair) -> RenderedPair:
+    """Release ids read back from text are ambiguous when both a cluster (`prod/eu`) and a
+    directory of another kind (`overlays/prod`) hold slashes: take the snapshots' own."""
+    known = {str(r.id): r.id for side in (pair.base, pair.head) for r in side.releases}
+    hidden = frozenset((known.get(str(rid), rid), key) for rid, key in pair.hidden)
+    explanation = explain_json.with_ids(pair.explanation, known)
+    return replace(pair, explanation=explanation, hidden=hidden)
 
 
 def _schema(value: object, at: decode.Field) -> str:

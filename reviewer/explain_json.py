@@ -71,9 +71,30 @@ def from_json(data: Mapping[str, Any]) -> Explanation:
 
 
 def release_id(text: str) -> ReleaseId:
-    """Parse `cluster/deployment/release` (the cluster path may hold slashes)."""
+    """Parse `cluster/deployment/release` (the cluster path may hold slashes).
+
+    A directory of another kind (manifests `overlays/prod`) may hold slashes too: the text
+    is then ambiguous, and `with_ids` puts the ids the snapshots hold in its place.
+    """
     cluster, deployment, release = text.rsplit("/", 2)
     return ReleaseId(cluster, deployment, release)
+
+
+def with_ids(explanation: Explanation, known: Mapping[str, ReleaseId]) -> Explanation:
+    """The explanation with each release id read back from text replaced by the known id
+    that prints the same (the snapshots' own, structured ids)."""
+
+    def known_id(rid: ReleaseId) -> ReleaseId:
+        return known.get(str(rid), rid)
+
+    return Explanation(
+        values={known_id(rid): changes for rid, changes in explanation.values.items()},
+        blast_radius=tuple(
+            FileImpact(impact.file, tuple(sorted(map(known_id, impact.releases))), impact.changed)
+            for impact in explanation.blast_radius
+        ),
+        no_effect=explanation.no_effect,
+    )
 
 
 def merge(explanations: Iterable[Explanation]) -> Explanation:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -123,7 +124,14 @@ class Target:
     """A file (or directory) it is built from, which `change` edits."""
 
     def argv(self) -> list[str]:
-        return ["--cluster", self.cluster, "--deployment", self.deployment, "--release", self.release]
+        return [
+            "--cluster",
+            self.cluster,
+            "--deployment",
+            self.deployment,
+            "--release",
+            self.release,
+        ]
 
 
 @dataclass(frozen=True)
@@ -299,7 +307,9 @@ def env(
     for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
         monkeypatch.delenv(name, raising=False)
     identity = AgeIdentity.generate()
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k")))
+    monkeypatch.setenv(
+        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
+    )
     files = {**app_chart_files(), "templates/config.yaml": LEAKY_TEMPLATE}
     with ChartRepository(tmp_path / "served") as charts:
         charts.publish(write_chart_dir(tmp_path / "chart-src" / "app", files), "1.0.0")
@@ -330,6 +340,12 @@ def diff(
     return run(argv, capsys)
 
 
+def render(
+    kind: Kind, repo: GitRepo, out: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    return run(["render", str(repo.root), *kind.flags, "--out", str(out)], capsys)
+
+
 def merge_ref(repo: GitRepo, head: str) -> str:
     """The PR merged into main on a detached HEAD, as actions/checkout leaves it."""
     git(repo.root, "checkout", "--quiet", "--detach", "main")
@@ -348,8 +364,6 @@ def ci(
 @pytest.fixture
 def no_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Outside GitHub Actions: every fact comes from the command line."""
-    import os
-
     for name in [n for n in os.environ if n.startswith("GITHUB_")]:
         monkeypatch.delenv(name)
 
@@ -378,3 +392,171 @@ def test_the_report_and_the_sticky_comment_have_the_same_shape_for_every_kind(
     assert merged[:7] in body or head[:7] in body
     assert f"<summary>~ <code>{kind.changed}</code> changed</summary>" in body
     assert balance_problems(body) == []
+
+
+# --- the leak guard ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_form_of_a_sops_value_reaches_any_output(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str], no_actions: None
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    head = change(kind, repo, env, password=NEW_SECRET)
+    outputs: dict[str, str] = {}
+    for form in ("markdown", "json", "text"):
+        code, out, err = diff(kind, repo, capsys, "--format", form)
+        assert code == ExitStatus.OK, err
+        outputs[f"diff {form}"] = out + err
+        if form == "json":  # once more with its escapes decoded
+            outputs["json decoded"] = json.dumps(json.loads(out), ensure_ascii=False)
+    # Shown redacted: shape-preserving Helm values, Secret markers for Secret objects.
+    assert "REDAC" in outputs["diff text"] or "<secret:" in outputs["diff text"]
+    code, out, err = run(
+        ["render", str(repo.root), *kind.flags, "--out", str(tmp_path / "r")], capsys
+    )
+    assert code == ExitStatus.OK, err
+    files = sorted(p for p in (tmp_path / "r").rglob("*") if p.is_file())
+    outputs["render"] = out + err + "".join(p.read_text(encoding="utf-8") for p in files)
+    target = ["explain", str(repo.root), *kind.target.argv()]
+    code, out, err = run([*target, "--base", "main"], capsys)
+    assert code == ExitStatus.OK, err
+    outputs["explain"] = out + err
+    code, out, err = run(["values", *target[1:]], capsys)
+    outputs["values"] = out + err
+    merge_ref(repo, head)
+    code, out, err = ci(kind, repo, head, capsys, "--repo", str(repo.root), "--dry-run")
+    assert code == ExitStatus.OK, err
+    outputs["ci"] = out + err
+    assert {name: leaked(text) for name, text in outputs.items()} == {name: [] for name in outputs}
+
+
+# --- red team: Markdown in names the pull request controls --------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hostile_markdown_in_a_pr_controlled_name_stays_inert(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    kind.hostile(repo, env)
+    repo.commit("hostile")
+    code, markdown, err = diff(kind, repo, capsys, "--format", "markdown")
+    assert code in (ExitStatus.OK, ExitStatus.RENDER_FAILED), err
+    assert "evil.example" in markdown, "the hostile name is reported, not dropped"
+    _redteam("test_markdown").assert_inert(markdown)
+
+
+# --- sharding -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_shards_merged_give_the_unsharded_report(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    change(kind, repo, env, password=NEW_SECRET)
+    reports = {}
+    for form in ("json", "markdown"):
+        code, reports[form], err = diff(kind, repo, capsys, "--format", form)
+        assert code == ExitStatus.OK, err
+    saved = [str(tmp_path / "shards" / str(index)) for index in (1, 2)]
+    for index, directory in enumerate(saved, start=1):
+        code, _, err = diff(kind, repo, capsys, "--shard", f"{index}/2", "--save", directory)
+        assert code == ExitStatus.OK, err
+    for form, whole in reports.items():
+        code, merged, err = run(["merge", *saved, "--format", form], capsys)
+        assert code == ExitStatus.OK, err
+        if form == "json":
+            assert _comparable(json.loads(merged)) == _comparable(json.loads(whole))
+        else:  # saved sides name the working tree, not its branch
+            assert merged == whole.replace("working tree of feature", "working tree")
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without what names the run rather than the review (a merge has no sides'
+    working tree to name)."""
+    return {key: value for key, value in report.items() if key not in ("base", "head")} | {
+        "errors": (report["base"].get("errors"), report["head"].get("errors"))
+    }
+
+
+# --- exit codes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_changes_exit_2_only_when_asked(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    assert diff(kind, repo, capsys, "--exit-code")[0] == ExitStatus.OK, "nothing changes yet"
+    change(kind, repo, env)
+    assert diff(kind, repo, capsys, "--exit-code")[0] == ExitStatus.CHANGES
+    assert diff(kind, repo, capsys)[0] == ExitStatus.OK
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failure_the_change_introduces_exits_1(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    kind.fail(repo)
+    code, out, err = diff(kind, repo, capsys, "--format", "json")
+    assert code == ExitStatus.RENDER_FAILED, err
+    report = json.loads(out)
+    failed = [r for r in report["releases"] if r["status"] == "error"]
+    assert failed, report["releases"]
+    assert report["head"]["errors"] and not report["base"]["errors"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failure_already_on_the_base_side_is_a_warning_unless_asked(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env, broken=True)
+    change(kind, repo, env)
+    code, _, err = diff(kind, repo, capsys)
+    assert code == ExitStatus.OK, err
+    assert diff(kind, repo, capsys, "--fail-on-preexisting")[0] == ExitStatus.RENDER_FAILED
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_settings_of_a_kind_exit_3_naming_file_and_field(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    repo.write(".reviewer.yaml", f"sources:\n  - {kind.bad_source}\n")
+    code, _, err = run(
+        ["render", str(repo.root), *kind.flags, "--out", str(tmp_path / "r")], capsys
+    )
+    assert code == ExitStatus.INVALID_REPOSITORY, err
+    assert ".reviewer.yaml" in err and kind.bad_field in err, err
+
+
+# --- reviewer explain ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_explain_names_the_files_a_release_is_built_from_and_which_changed(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    change(kind, repo, env)
+    target = kind.target
+    argv = ["explain", str(repo.root), *target.argv()]
+    code, out, err = run([*argv, "--base", "main"], capsys)
+    assert code == ExitStatus.OK, err
+    built, changed = out.split("changed since main")
+    assert f"\n  {target.built_from}\n" in built.split("built from (", 1)[1]
+    assert f"\n  {target.built_from}" in changed or changed.startswith(
+        f" (1):\n  {target.built_from}"
+    )
+    if kind in (HIERARCHY, FLUX):  # Helm releases: every value and where it came from
+        assert "replicas: 3  ← " in built
+    else:
+        assert "an object set built by its source (no Helm values)" in err
+        code, _, err = run([*argv, "replicas"], capsys)
+        assert code == ExitStatus.USAGE
+        assert "not a Helm release" in err and "leave PATH out" in err
+    code, out, _ = run(argv, capsys)
+    assert code == ExitStatus.OK and "built from (" in out and "changed since" not in out
