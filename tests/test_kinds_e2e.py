@@ -560,3 +560,88 @@ def test_explain_names_the_files_a_release_is_built_from_and_which_changed(
         assert "not a Helm release" in err and "leave PATH out" in err
     code, out, _ = run(argv, capsys)
     assert code == ExitStatus.OK and "built from (" in out and "changed since" not in out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_explain_names_the_nearest_source_or_location_when_nothing_matches(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    target = kind.target
+    where = ["explain", str(repo.root), "--deployment", target.deployment]
+    code, _, err = run([*where, "--cluster", target.cluster + "x", "--release", "r"], capsys)
+    assert code == ExitStatus.USAGE
+    assert (
+        f"--cluster {target.cluster}x: no such" in err and f"did you mean: {target.cluster}" in err
+    )
+    typo = target.release[:-1]
+    code, _, err = run([*where, "--cluster", target.cluster, "--release", typo], capsys)
+    assert code == ExitStatus.USAGE
+    assert f"--release {typo}: no such release" in err and f"did you mean: {target.release}" in err
+    if kind not in (HIERARCHY, FLUX):
+        code, _, err = run(["values", str(repo.root), *target.argv()], capsys)
+        assert code == ExitStatus.USAGE and "not a Helm release: it has no values" in err
+
+
+# --- explain: REPO and PATH ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, env: Env) -> GitRepo:
+    return on_main(HIERARCHY, tmp_path, env)
+
+
+def test_explain_reads_a_lone_word_as_path_when_no_such_directory_exists(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(fleet.root)
+    code, out, err = run(["explain", *HIERARCHY.target.argv(), "replicas"], capsys)
+    assert code == ExitStatus.OK, err
+    winner = "replicas: 2  ← deployments/global.values.yaml (global)"
+    assert out == f"{winner}  (overrides chart values.yaml (chart default))\n"
+
+
+def test_explain_takes_repo_then_path_or_repo_as_an_option(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    release = HIERARCHY.target.argv()
+    code, by_position, err = run(["explain", str(fleet.root), *release, "replicas"], capsys)
+    assert code == ExitStatus.OK, err
+    code, by_option, err = run(["explain", "--repo", str(fleet.root), *release, "replicas"], capsys)
+    assert code == ExitStatus.OK, err
+    assert by_position == by_option and by_position.startswith("replicas: 2  ← ")
+    code, whole, err = run(["explain", str(fleet.root), *release], capsys)
+    assert code == ExitStatus.OK and "built from (" in whole
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["../no-such-fleet"], "REPO ../no-such-fleet: no such directory"),
+        (["no-such-fleet", "replicas"], "REPO no-such-fleet: no such directory"),
+        (["--repo", "no-such-fleet"], "--repo no-such-fleet: no such directory"),
+        (["a", "b", "c"], "expected [REPO] [PATH], got 3 arguments"),
+        (["--repo", ".", "a", "b"], "with --repo ., give at most PATH"),
+    ],
+)
+def test_explain_says_which_operand_it_could_not_use(
+    fleet: GitRepo,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    words: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(fleet.root)
+    code, out, err = run(["explain", *HIERARCHY.target.argv(), *words], capsys)
+    assert (code, out) == (ExitStatus.USAGE, "")
+    assert message in err
+
+
+def test_a_lone_word_read_as_path_that_finds_nothing_says_how_to_name_a_repository(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(fleet.root)
+    code, _, err = run(["explain", *HIERARCHY.target.argv(), "fleet"], capsys)
+    assert code == ExitStatus.USAGE
+    assert "no value at or under 'fleet'" in err
+    assert "'fleet' was read as PATH (it is no directory)" in err and "--repo" in err
