@@ -473,6 +473,27 @@ def test_shards_merged_give_the_unsharded_report(
             assert merged == whole.replace("working tree of feature", "working tree")
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_ci_shards_post_the_comment_one_run_posts(
+    kind: Kind, tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str], no_actions: None
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    head = change(kind, repo, env, password=NEW_SECRET)
+    merged = merge_ref(repo, head)
+    checkout = ["--repo", str(repo.root), "--head", merged]
+    code, whole, err = ci(kind, repo, head, capsys, *checkout, "--dry-run")
+    assert code == ExitStatus.OK, err
+    saved = [str(tmp_path / "ci-shards" / str(index)) for index in (1, 2)]
+    for index, directory in enumerate(saved, start=1):
+        shard = ["--shard", f"{index}/2", "--save", directory, "--render-only"]
+        code, out, err = ci(kind, repo, head, capsys, *checkout, *shard)
+        assert (code, out) == (ExitStatus.OK, ""), err
+    from_shards = [word for directory in saved for word in ("--from-shards", directory)]
+    code, comment, err = ci(kind, repo, head, capsys, *from_shards, "--dry-run")
+    assert code == ExitStatus.OK, err
+    assert comment == whole
+
+
 def _comparable(report: dict[str, Any]) -> dict[str, Any]:
     """The report without what names the run rather than the review (a merge has no sides'
     working tree to name)."""
