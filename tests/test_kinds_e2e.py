@@ -599,6 +599,12 @@ def test_explain_names_the_nearest_source_or_location_when_nothing_matches(
     code, _, err = run([*where, "--cluster", target.cluster, "--release", typo], capsys)
     assert code == ExitStatus.USAGE
     assert f"--release {typo}: no such release" in err and f"did you mean: {target.release}" in err
+    if kind is not HIERARCHY:  # (the hierarchy's message: test_cli_usage.py)
+        where = ["explain", str(repo.root), "--cluster", target.cluster, "--release", "r"]
+        code, _, err = run([*where, "--deployment", target.deployment + "x"], capsys)
+        assert code == ExitStatus.USAGE
+        assert f"--deployment {target.deployment}x: nothing is planned there" in err
+        assert f"did you mean: {target.deployment}" in err
     if kind not in (HIERARCHY, FLUX):
         code, _, err = run(["values", str(repo.root), *target.argv()], capsys)
         assert code == ExitStatus.USAGE and "not a Helm release: it has no values" in err

@@ -19,10 +19,17 @@ from reviewer.filters import check_cluster, did_you_mean
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId
 from reviewer.paths import inside
-from reviewer.plan import ReleasePlan
+from reviewer.plan import Plan, ReleasePlan
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
-from reviewer.side import KEYLESS_FIX, Selection, SideOptions, keyless_warning, plan_twins
+from reviewer.side import (
+    KEYLESS_FIX,
+    Selection,
+    SideOptions,
+    keyless_warning,
+    plan_side,
+    plan_twins,
+)
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources import registry
 from reviewer.sources.hierarchy import Hierarchy
@@ -91,22 +98,31 @@ def locate(args: ReleaseArgs, console: Console) -> Located | ObjectSet:
     if real is not None and twin is not None:
         return Located(real, twin, redactor, redactor.guard(), keyless)
     built = next((r for r in planned.plan.objects if _matches(r.id, args)), None)
-    if built is not None:
-        for failure in (built.error,) if built.error else ():
-            console.error(redactor.redact_text(failure))
-        return ObjectSet(built.id, planned.plan.inputs.get(built.id, frozenset()), redactor.guard())
-    ids = [r.id for r in planned.plan.releases] + [r.id for r in planned.plan.objects]
-    raise _not_found(args, ids)
+    if built is None:
+        raise _not_found(args, planned.plan, replace(options, selection=Selection((args.cluster,))))
+    if built.error:
+        console.error(redactor.redact_text(built.error))
+    return ObjectSet(built.id, planned.plan.inputs.get(built.id, frozenset()), redactor.guard())
 
 
-def _not_found(args: ReleaseArgs, ids: list[ReleaseId]) -> UsageProblem:
+def _not_found(args: ReleaseArgs, plan: Plan, everywhere: SideOptions) -> UsageProblem:
+    """No such release at a location that has some; else no such location (planned
+    `everywhere` in the source or cluster to name its locations)."""
+    ids = [r.id for r in plan.releases] + [r.id for r in plan.objects]
+    if ids:
+        return _no_release(args, ids)
+    decoder = SopsDecoder(keyless=KeylessMode.ALWAYS)  # names only: no secret is needed
+    whole = plan_side(args.repo, options=everywhere, renderer=TemplateRenderer(), secrets=decoder)
+    locations = [r.id.deployment for r in whole.releases] + [r.id.deployment for r in whole.objects]
+    return UsageProblem(
+        f"--deployment {args.deployment}: nothing is planned there in '{args.cluster}'"
+        + did_you_mean(args.deployment, locations),
+        hint="locations are those of `reviewer render` (index.json): cluster/deployment/release",
+    )
+
+
+def _no_release(args: ReleaseArgs, ids: list[ReleaseId]) -> UsageProblem:
     names = [rid.release for rid in ids if _in_deployment(rid, args)]
-    if not names and ids == []:
-        return UsageProblem(
-            f"--deployment {args.deployment}: nothing is planned there in '{args.cluster}'",
-            hint="locations are those of `reviewer render` (index.json): "
-            "cluster/deployment/release",
-        )
     return UsageProblem(
         f"--release {args.release}: no such release in deployment '{args.deployment}' of "
         f"cluster '{args.cluster}'" + did_you_mean(args.release, names),
