@@ -672,3 +672,24 @@ def test_a_lone_word_read_as_path_that_finds_nothing_says_how_to_name_a_reposito
     assert code == ExitStatus.USAGE
     assert "no value at or under 'fleet'" in err
     assert "'fleet' was read as PATH (it is no directory)" in err and "--repo" in err
+
+
+def test_a_kustomize_base_outside_an_overlay_is_in_the_overlays_blast_radius(
+    tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(MANIFESTS, tmp_path, env)
+    repo.write(
+        "kustomize/base/deployment.yaml", (repo.root / "apps/web/deployment.yaml").read_text()
+    )
+    overlay = ["--cluster", "kustomize", "--deployment", "overlays/prod"]
+    argv = ["explain", str(repo.root), *overlay, "--release", "kustomization", "--base", "main"]
+    code, out, err = run(argv, capsys)
+    assert code == ExitStatus.OK, err
+    assert out.endswith("changed since main (1):\n  kustomize/base/deployment.yaml\n"), out
+    report = json.loads(diff(MANIFESTS, repo, capsys, "--format", "json")[1])
+    (impact,) = report["explain"]["blastRadius"]
+    assert impact["file"] == "kustomize/base/deployment.yaml"
+    assert impact["releases"] == [
+        "kustomize/base/kustomization",
+        "kustomize/overlays/prod/kustomization",
+    ]

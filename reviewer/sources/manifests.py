@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import shlex
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -145,8 +146,22 @@ def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
             if context.select.location(name, unit.directory):
                 built = _build(name, unit, context, replacements)
                 objects.append(built)
-                inputs[built.id] = frozenset({unit.path})
+                inputs[built.id] = _inputs(context.root, unit)
     return Plan(objects=tuple(objects), replacements=replacements, inputs=inputs)
+
+
+def _inputs(root: Path, unit: _Unit) -> frozenset[str]:
+    """The unit's file or directory and, for a kustomization, every file its tree may load
+    (bases outside its directory included): what the blast radius counts."""
+    if unit.release != KUSTOMIZATION:
+        return frozenset({unit.path})
+    walker = kustomize_check.Walker(Path(os.path.realpath(root)))
+    try:
+        walker.kustomization(root / unit.path, plugins=False)
+    except ReviewerError:  # the build failed with this error already
+        return frozenset({unit.path})
+    loaded = {kustomize_check.display(walker.root, path) for path in walker.loaded}
+    return frozenset({unit.path, *loaded})
 
 
 def _units(root: Path, directory: Path, top: Path) -> Iterator[_Unit]:
