@@ -693,3 +693,40 @@ def test_a_kustomize_base_outside_an_overlay_is_in_the_overlays_blast_radius(
         "kustomize/base/kustomization",
         "kustomize/overlays/prod/kustomization",
     ]
+
+
+def test_explain_of_a_helmrelease_shows_its_chart_and_values_files_as_defaults(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "git-chart")
+    write_chart_dir(repo.root / "charts" / "app", app_chart_files())
+    repo.write("envs/prod.yaml", "replicas: 7\nprod: true\n")
+    source = {"url": "https://git.example.invalid/fleet"}
+    repo.write("clusters/git.yaml", flux_object("GitRepository", "fleet", spec=source))
+    values_files = ["envs/prod.yaml"]
+    spec = chart_spec("./charts/app", "fleet", kind="GitRepository", valuesFiles=values_files)
+    repo.write("clusters/web.yaml", helmrelease("web", chart=spec, values={"prod": False}))
+    repo.commit("flux")
+    argv = ["explain", str(repo.root), "--cluster", "clusters", "--deployment", "apps"]
+    code, out, err = run([*argv, "--release", "web"], capsys)
+    assert code == ExitStatus.OK, err
+    lines = out.splitlines()
+    assert "replicas: 7  ← chart values.yaml (chart default)" in lines
+    assert (
+        "prod: false  ← clusters/web.yaml (spec.values)  (overrides chart values.yaml "
+        "(chart default))"
+    ) in lines
+    assert "chartDefault" not in out, "valuesFiles replace the chart's values.yaml"
+    files = out.split("built from (", 1)[1]
+    for file in ("clusters/web.yaml", "envs/prod.yaml"):
+        assert f"\n  {file}\n" in files
+
+
+def flux_object(kind: str, name: str, **fields: Any) -> str:
+    document = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "apps"},
+        **fields,
+    }
+    return json.dumps(document) + "\n"

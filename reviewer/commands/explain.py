@@ -181,6 +181,7 @@ def _values(repo: Path, located: Located, path: str | None, console: Console) ->
         console.info(
             f"chart defaults of {plan.chart.ref} are not shown (the chart is not in the "
             "repository); values not listed come from its values.yaml"
+            + (" as its valuesFiles replace it" if plan.chart_defaults else "")
         )
     return shown
 
@@ -208,7 +209,13 @@ def changed_since(repo: Path, ref: str) -> list[str]:
 
 
 def _chart_defaults(repo: Path, plan: ReleasePlan) -> dict[str, Any] | None:
-    """The values.yaml of a chart inside the repository; None when the chart is fetched."""
+    """The values.yaml of a chart inside the repository (or what a HelmRelease's
+    `valuesFiles` replace it with); None when not known without fetching the chart."""
+    replaced = plan.chart_defaults
+    if replaced is not None:
+        # Merged from files of the repository already, or files inside the chart.
+        text = replaced.text
+        return None if text is None else yamlio.load_mapping(text, source="valuesFiles")
     if plan.chart.local is None:
         return None
     source = f"{plan.chart.local}/values.yaml"
