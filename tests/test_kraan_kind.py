@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 from chartrepo import ChartRepository
-from conftest import GitRepo, git
+from conftest import GitRepo, Repo, git
 from flux_repo import app_chart_files, chart_spec, helm_repository, helmrelease, write_chart_dir
 from test_diff_command import run_diff
 from test_secrets import render_out
 
-from reviewer import yamlio
-from reviewer.errors import ExitStatus
+from reviewer import config, yamlio
+from reviewer.discover import Layout
+from reviewer.errors import ConfigError, ExitStatus
+from reviewer.sources import registry
+from reviewer.sources.flux import Flux
+from reviewer.sources.kraan_kind import Kraan
 
 LOOPBACK = "--allow-loopback-charts"
 
@@ -220,3 +224,50 @@ def test_bumping_a_layer_version_changes_the_releases_that_follow_it(
     # The blast radius names the AddonsLayer: both of its releases were built from it.
     assert "layers/base.yaml → 2 release(s) in 1 cluster(s), 1 changed" in out
     assert "layers/apps/monitoring [changed]" not in out
+
+
+def test_detection_gives_layer_directories_to_the_kraan_source_only(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.write("platform/layers.yaml", addons_layer("base", "./addons/base"))
+    repo.write("addons/base/ingress.yaml", app_release("ingress"))
+    repo.write("clusters/prod/web.yaml", app_release("web"))
+    found = registry.detect(repo.root, Layout())
+    assert found == (Flux("clusters", ("clusters",)), Kraan("platform", ("platform",)))
+    assert registry.describe(found, detected=True) == (
+        "sources (detected): flux 'clusters': clusters/; kraan 'platform': platform/"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("sources: [{kind: kraan}]", "sources[0].paths", "AddonsLayer objects"),
+        (
+            "sources: [{kind: kraan, paths: [layers], namespace: x}]",
+            "sources[0].namespace",
+            "unknown field; allowed: name, kind, paths",
+        ),
+    ],
+)
+def test_a_bad_kraan_source_names_the_field(
+    tmp_path: Path, text: str, field: str, message: str
+) -> None:
+    repo = Repo(tmp_path / "repo").write(".reviewer.yaml", text + "\n")
+    with pytest.raises(ConfigError) as caught:
+        config.load(repo.root)
+    assert (caught.value.file, caught.value.field) == (".reviewer.yaml", field)
+    assert message in caught.value.message
+
+
+def test_a_broken_layer_fails_its_source_as_a_whole(
+    tmp_path: Path, charts: ChartRepository, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = layered_repo(tmp_path / "fleet", charts.url)
+    repo.write("layers/apps.yaml", addons_layer("apps", "./addons/missing"))
+    repo.commit("a layer over a directory that does not exist")
+
+    code, out, err = diff(repo, capsys)
+    assert code == ExitStatus.RENDER_FAILED, err
+    assert "layers/apps.yaml: spec.source.path: names no directory in the repository" in out
+    # Its releases are not rendered rather than removed.
+    assert "[removed]" not in out
