@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,9 +186,7 @@ def test_render_labels_each_release_with_its_layer_and_injects_the_layer_version
         "addons/base/ingress.yaml",
         app_release("ingress", annotations={"kraan.updateVersion": "true"}),
     )
-    repo.write(
-        ".reviewer.yaml", "sources:\n  - {name: addons, kind: kraan, paths: [layers]}\n"
-    )
+    repo.write(".reviewer.yaml", "sources:\n  - {name: addons, kind: kraan, paths: [layers]}\n")
     repo.commit("ingress follows its layer's version")
 
     code, _ = render_out(repo, tmp_path / "out", LOOPBACK)
@@ -271,3 +270,25 @@ def test_a_broken_layer_fails_its_source_as_a_whole(
     assert "layers/apps.yaml: spec.source.path: names no directory in the repository" in out
     # Its releases are not rendered rather than removed.
     assert "[removed]" not in out
+
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_the_kraan_example_renders_offline_and_its_demo_shows_the_move(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("demo", EXAMPLES / "demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    repo = GitRepo(demo.build_demo_repo(tmp_path / "kraan", "kraan"))
+
+    code, out, err = run_diff(["--repo", str(repo.root), "--base", "main"], capsys)
+    assert code == ExitStatus.OK, err
+    assert "sources (detected): kraan 'layers': layers/\n" in err
+    assert "2 changed, 0 added, 0 removed, 0 failed, 1 unchanged release(s)" in out
+    assert "~ layers/monitoring/monitoring [changed] (layer apps)" in out
+    assert "moved from layer base to layer apps" in out
+    assert "spec.replicas: 1 → 2" in out
+    assert '"example.com/layer-version"]: "1.4.0" → "1.5.0"' in out

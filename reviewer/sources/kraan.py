@@ -42,6 +42,8 @@ class Layer:
     path: str  # repository-relative, as written (`./...`)
     source: str
     hold: bool = False
+    repository: tuple[str, str] | None = None
+    """(name, namespace) of the GitRepository the layer reads: the repository under review."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,41 @@ def decode_layer(document: Mapping[str, Any], *, source: str) -> Layer:
     if not isinstance(version, str) or not version:
         raise ConfigError(source, "must be a non-empty string", field="spec.version")
     return Layer(
-        name=name, version=version, path=path, source=source, hold=spec.get("hold") is True
+        name=name,
+        version=version,
+        path=path,
+        source=source,
+        hold=spec.get("hold") is True,
+        repository=_repository(layer_source),
     )
+
+
+def _repository(layer_source: Mapping[str, Any]) -> tuple[str, str] | None:
+    name, namespace = layer_source.get("name"), layer_source.get("namespace")
+    if isinstance(name, str) and name and isinstance(namespace, str) and namespace:
+        return name, namespace
+    return None
+
+
+def source_repositories(layers: Sequence[Layer]) -> list[tuple[str, dict[str, Any]]]:
+    """The GitRepositories the layers read, as objects (with the AddonsLayer file naming each):
+    a HelmRelease's chart from one of them is a chart in the repository under review."""
+    found: dict[tuple[str, str], str] = {}
+    for layer in sorted(layers, key=lambda layer: layer.name):
+        if layer.repository is not None:
+            found.setdefault(layer.repository, layer.source)
+    return [
+        (
+            source,
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {},
+            },
+        )
+        for (name, namespace), source in sorted(found.items())
+    ]
 
 
 def layer_objects(

@@ -3,7 +3,8 @@
 The AddonsLayers found below the source's paths name the layers' directories
 (reviewer/sources/kraan.py reads them as Kraan's layer applier does). Every
 layer's HelmReleases, labelled as Kraan labels them, are planned together with
-every layer's HelmRepositories by the flux planner, so identities are those of
+every layer's HelmRepositories and the GitRepositories the layers read (this
+repository, so a chart may be a path in it) by the flux planner, so identities are those of
 the `flux` kind (source name, HelmRelease namespace, Helm release name) and the
 layer is the release label `kraan/layer`: a HelmRelease that changes layer keeps
 its identity, and the reports show the move. A HelmRelease that several layers
@@ -66,7 +67,10 @@ class Kraan:
                 namespace=NAMESPACE,
                 display_root=context.display_root,
                 select=context.select.location,
-                documents=tuple((item.file, item.document) for item in found),
+                documents=(
+                    *((item.file, item.document) for item in found),
+                    *kraan.source_repositories(layers),
+                ),
             )
         )
         owners = _owners(found, {layer.name: layer for layer in layers})
@@ -77,7 +81,7 @@ class Kraan:
         )
         return replace(
             planned,
-            releases=tuple(_labelled(release, owners) for release in planned.releases),
+            releases=tuple(_labelled(release, owners, layers) for release in planned.releases),
             errors=(*planned.errors, *refused),
         )
 
@@ -123,14 +127,21 @@ def _release_name(item: kraan.LayerObject) -> str | None:
     return names.release_name(release)
 
 
-def _labelled(release: ReleasePlan, owners: dict[tuple[str, str], kraan.Layer]) -> ReleasePlan:
+def _labelled(
+    release: ReleasePlan,
+    owners: dict[tuple[str, str], kraan.Layer],
+    layers: Sequence[kraan.Layer],
+) -> ReleasePlan:
+    """The release with its layer's label; of the AddonsLayer files, only its layer's is an
+    input (another one may stand for the GitRepository the chart comes from)."""
     layer = owners.get((release.id.deployment, release.id.release))
     if layer is None:
         return release
+    others = {other.source for other in layers}
     return replace(
         release,
         labels={**release.labels, LAYER_LABEL: layer.name},
-        inputs=release.inputs | {layer.source},
+        inputs=(release.inputs - others) | {layer.source},
     )
 
 
