@@ -7,8 +7,9 @@ the directory holds a kustomization file, else every YAML file below it
 kept and each gets the label `kraan/layer=<layer name>`. HelmReleases also get
 `spec.suspend` cleared, and with the annotation `kraan.updateVersion: "true"`
 the value `kraanVersion: <layer version>`. The same HelmRelease in two layers is
-an error (Kraan: "also included in layer"); between the two sides of a review a
-HelmRelease that changes layer is a move (`layer_moves`).
+an error (Kraan: "also included in layer"): `collect_layer_objects` returns such
+HelmReleases apart, so the `kraan` kind (kraan_kind.py) fails them alone. Between
+the two sides of a review a HelmRelease that changes layer is a move (`layer_moves`).
 """
 
 from __future__ import annotations
