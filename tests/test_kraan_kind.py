@@ -292,3 +292,19 @@ def test_the_kraan_example_renders_offline_and_its_demo_shows_the_move(
     assert "moved from layer base to layer apps" in out
     assert "spec.replicas: 1 → 2" in out
     assert '"example.com/layer-version"]: "1.4.0" → "1.5.0"' in out
+
+
+def test_a_layer_with_a_kustomization_is_built_before_its_releases_are_planned(
+    tmp_path: Path, charts: ChartRepository, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = layered_repo(tmp_path / "fleet", charts.url)
+    repo.write(
+        "addons/apps/kustomization.yaml", "resources: [web.yaml]\ncommonLabels: {team: shop}\n"
+    )
+    repo.commit("the apps layer is a kustomization")
+    code, out, err = diff(repo, capsys, "--format", "json")
+    assert code == ExitStatus.OK, err
+    releases = {r["release"]: r for r in json.loads(out)["releases"]}
+    # The HelmRelease's own labels do not reach what its chart renders: nothing changes.
+    assert releases["web"]["status"] == "unchanged"
+    assert releases["web"]["layer"] == "apps"
