@@ -11,7 +11,8 @@ YAML, kustomize overlays and a BOSH manifest, with `manifests-change.patch`),
 e.g. `python3 examples/demo.py manifests --format markdown`; `generated` (a
 converter run in a bubblewrap sandbox, with `generated-change.patch`); `flux` (Flux
 Kustomizations building a HelmRelease of a chart in the repository, with
-substitution and a SOPS Secret, with `flux-change.patch`).
+substitution and a SOPS Secret, with `flux-change.patch`); `kraan` (Kraan layers,
+with `kraan-change.patch`, which moves a release from one layer to another).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ EXAMPLES = {
     "manifests": "manifests-change.patch",
     "generated": "generated-change.patch",
     "flux": "flux-change.patch",
+    "kraan": "kraan-change.patch",
 }
 """Example repositories (directories here) and the change each demo applies."""
 

@@ -18,6 +18,9 @@ from reviewer import yamlio
 _CRDS_DIR = re.compile(r"^[^/]+(?:/charts/[^/]+)*/crds/")
 WHOLE_DEPLOYMENT = "*"
 """Release name of a failure that hit a deployment before its releases were known."""
+LAYER_LABEL = "kraan/layer"
+"""The release label naming the Kraan layer a release belongs to: reports group releases
+by it, and a release whose layer differs between the sides moved between layers."""
 
 
 @dataclass(frozen=True, order=True)

@@ -140,8 +140,22 @@ class Review:
         return any(note.blocking for note in self.failure_notes())
 
     def changed_releases(self) -> list[ReleaseDiff]:
-        """Releases that are added, removed, changed or failed, in identity order."""
-        return [r for r in self.diff.releases if r.status is not ReleaseStatus.UNCHANGED]
+        """Releases that are added, removed, changed or failed, in identity order (those of
+        Kraan layers grouped by layer within their source)."""
+        changed = [r for r in self.diff.releases if r.status is not ReleaseStatus.UNCHANGED]
+        return sorted(changed, key=lambda r: (r.id.cluster, r.layer, r.id))
+
+    @staticmethod
+    def layer_heading(release: ReleaseDiff, previous: ReleaseDiff | None) -> str | None:
+        """`layer apps (source addons)` where a new group of `changed_releases()` starts."""
+        if not release.layer:
+            return None
+        if previous is not None and (previous.id.cluster, previous.layer) == (
+            release.id.cluster,
+            release.layer,
+        ):
+            return None
+        return f"layer {release.layer} (source {release.id.cluster})"
 
     def repeated_changes(self) -> list[ChangeGroup]:
         """Changes that apply identically to several objects: shown once, with their owners.
@@ -314,7 +328,16 @@ def _release_entry(review: Review, release: ReleaseDiff, side: Any) -> dict[str,
         "resources": [_resource_json(release, diff) for diff in release.resources],
         "values": [explain_json.value_change_json(c) for c in review.value_changes(release)],
         "resembles": _resembles_json(review.summaries.get(release.id)),
+        **_layer_json(release),
     }
+
+
+def _layer_json(release: ReleaseDiff) -> dict[str, Any]:
+    """`layer` for a release of a Kraan layer, and `previousLayer` when it moved."""
+    if not release.layer:
+        return {}
+    moved = release.layer_move
+    return {"layer": release.layer, **({"previousLayer": moved[0]} if moved else {})}
 
 
 def _resembles_json(summary: ReleaseSummary | None) -> dict[str, Any] | None:

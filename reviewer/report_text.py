@@ -60,8 +60,14 @@ def _summary_text(review: Review, paint: Any) -> Iterator[str]:
 
 def _details_text(review: Review, paint: Any) -> Iterator[str]:
     yield from _repeated_text(review, paint)
+    previous = None
     for release in review.changed_releases():
+        heading = review.layer_heading(release, previous)
+        if heading:
+            yield ""
+            yield paint(f"{heading}:", "1")
         yield from _release_text(review, release, paint)
+        previous = release
 
 
 def _regenerated_text(review: Review) -> Iterator[str]:
@@ -150,8 +156,12 @@ def _release_text(review: Review, release: ReleaseDiff, paint: Any) -> Iterator[
     mark = MARK[release.status.value]
     suffix = f" (chart {release.chart_change})" if release.chart_change else ""
     suffix += " (routine changes only)" if release.routine_only else ""
+    suffix += f" (layer {release.layer})" if release.layer else ""
     yield ""
     yield paint(f"{mark} {release.id} [{release.status.value}]{suffix}", _COLOUR.get(mark, ""))
+    if release.layer_move:
+        before, after = release.layer_move
+        yield paint(f"    moved from layer {before} to layer {after}", _COLOUR[">"])
     for side, error in (
         ("target branch", release.base_error),
         ("merge result", release.head_error),

@@ -208,11 +208,11 @@ def _matcher(a: Sequence[str], b: Sequence[str]) -> difflib.SequenceMatcher[str]
 def find_release_moves(
     old_ids: Iterable[ReleaseId], new_ids: Iterable[ReleaseId]
 ) -> list[tuple[ReleaseId, ReleaseId]]:
-    """Releases on one side only that differ only in their group (a Kraan layer): moves.
+    """Releases on one side only that differ only in their deployment (group): moves.
 
-    Each pairs at most once, in release order, so a release that leaves one
-    layer and arrives in another is reported as a move rather than a deletion
-    and an addition.
+    Each pairs at most once, in release order. Kraan layers do not need it: the
+    `kraan` kind keeps the layer out of the identity (it is the `kraan/layer`
+    label), so a release that changes layer pairs with itself.
     """
     old, new = set(old_ids), set(new_ids)
     arriving: dict[tuple[str, str], list[ReleaseId]] = {}

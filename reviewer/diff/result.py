@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from enum import Enum
 
 from reviewer.diff.options import Differ
-from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, ResourceKey
+from reviewer.model import (
+    LAYER_LABEL,
+    WHOLE_DEPLOYMENT,
+    ReleaseId,
+    RenderedRelease,
+    ResourceKey,
+)
 from reviewer.semantic import PathChange
 
 SECRET_ONLY_NOTE = "a secret value changed; its redacted form is the same, so no line shows it"
@@ -187,6 +193,19 @@ class ReleaseDiff:
             and all(diff.routine_only for diff in self.resources)
             and release_meta(self.base) == release_meta(self.head)
         )
+
+    @property
+    def layer(self) -> str:
+        """The Kraan layer of the release on the head side (else the base side); "" for none."""
+        return layer_of(self.head) or layer_of(self.base)
+
+    @property
+    def layer_move(self) -> tuple[str, str] | None:
+        """(base layer, head layer) when the release moved from one Kraan layer to another."""
+        before, after = layer_of(self.base), layer_of(self.head)
+        if not before or not after or before == after:
+            return None
+        return before, after
 
     @property
     def chart_change(self) -> str | None:
@@ -376,8 +395,14 @@ def _cluster_summary(cluster: str, releases: Iterable[ReleaseDiff]) -> ClusterSu
     )
 
 
-def release_meta(release: RenderedRelease | None) -> tuple[str, str, str] | None:
-    """What of a release besides its objects counts as a change: namespace, chart, version."""
+def release_meta(release: RenderedRelease | None) -> tuple[str, str, str, str] | None:
+    """What of a release besides its objects counts as a change: namespace, chart, version
+    and Kraan layer."""
     if release is None:
         return None
-    return (release.namespace, release.chart, release.version)
+    return (release.namespace, release.chart, release.version, layer_of(release))
+
+
+def layer_of(release: RenderedRelease | None) -> str:
+    """The release's Kraan layer (its `kraan/layer` label); "" for none."""
+    return release.labels.get(LAYER_LABEL, "") if release is not None else ""

@@ -7,8 +7,9 @@ the directory holds a kustomization file, else every YAML file below it
 kept and each gets the label `kraan/layer=<layer name>`. HelmReleases also get
 `spec.suspend` cleared, and with the annotation `kraan.updateVersion: "true"`
 the value `kraanVersion: <layer version>`. The same HelmRelease in two layers is
-an error (Kraan: "also included in layer"); between the two sides of a review a
-HelmRelease that changes layer is a move (`layer_moves`).
+an error (Kraan: "also included in layer"): `collect_layer_objects` returns such
+HelmReleases apart, so the `kraan` kind (kraan_kind.py) fails them alone. Between
+the two sides of a review a HelmRelease that changes layer is a move (`layer_moves`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import Any
 
 from reviewer import kustomize, kustomize_check, yamlio
 from reviewer.errors import ConfigError
+from reviewer.model import LAYER_LABEL
 
 API_VERSION = "kraan.io/v1alpha1"
-LAYER_LABEL = "kraan/layer"
 UPDATE_VERSION_ANNOTATION = "kraan.updateVersion"
 _KEPT_KINDS = (
     ("helm.toolkit.fluxcd.io/", "HelmRelease"),
@@ -42,6 +43,8 @@ class Layer:
     path: str  # repository-relative, as written (`./...`)
     source: str
     hold: bool = False
+    repository: tuple[str, str] | None = None
+    """(name, namespace) of the GitRepository the layer reads: the repository under review."""
 
 
 @dataclass(frozen=True)
@@ -100,33 +103,124 @@ def decode_layer(document: Mapping[str, Any], *, source: str) -> Layer:
     if not isinstance(version, str) or not version:
         raise ConfigError(source, "must be a non-empty string", field="spec.version")
     return Layer(
-        name=name, version=version, path=path, source=source, hold=spec.get("hold") is True
+        name=name,
+        version=version,
+        path=path,
+        source=source,
+        hold=spec.get("hold") is True,
+        repository=_repository(layer_source),
     )
+
+
+def _repository(layer_source: Mapping[str, Any]) -> tuple[str, str] | None:
+    name, namespace = layer_source.get("name"), layer_source.get("namespace")
+    if isinstance(name, str) and name and isinstance(namespace, str) and namespace:
+        return name, namespace
+    return None
+
+
+def source_repositories(layers: Sequence[Layer]) -> list[tuple[str, dict[str, Any]]]:
+    """The GitRepositories the layers read, as objects (with the AddonsLayer file naming each):
+    a HelmRelease's chart from one of them is a chart in the repository under review."""
+    found: dict[tuple[str, str], str] = {}
+    for layer in sorted(layers, key=lambda layer: layer.name):
+        if layer.repository is not None:
+            found.setdefault(layer.repository, layer.source)
+    return [
+        (
+            source,
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {},
+            },
+        )
+        for (name, namespace), source in sorted(found.items())
+    ]
 
 
 def layer_objects(
     root: Path, layers: Sequence[Layer], *, kubectl: Path | None = None
 ) -> list[LayerObject]:
     """Every layer's HelmReleases and HelmRepositories; a HelmRelease in two layers is an error."""
-    found: list[LayerObject] = []
-    owners: dict[tuple[str, str, str], LayerObject] = {}
-    for layer in sorted(layers, key=lambda layer: layer.name):
-        for item in _read_layer(root, layer, kubectl=kubectl):
-            if item.document.get("kind") != "HelmRelease":
-                found.append(item)
-                continue
-            other = owners.get(item.identity)
-            if other is not None and other.layer != layer.name:
-                _, namespace, name = item.identity
-                raise ConfigError(
-                    item.file,
-                    f"HelmRelease {namespace}/{name} is also included in layer "
-                    f"'{other.layer}' ({other.file})",
-                    hint="a HelmRelease belongs to one AddonsLayer; remove one of the two",
-                )
-            owners[item.identity] = item
-            found.append(item)
+    found, duplicates = collect_layer_objects(root, layers, kubectl=kubectl)
+    if duplicates:
+        first = duplicates[0]
+        raise ConfigError(first.definitions[1].file, first.message(), hint=DUPLICATE_HINT)
     return found
+
+
+DUPLICATE_HINT = "a HelmRelease belongs to one AddonsLayer; remove one of the definitions"
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A HelmRelease that several layers include (Kraan: "also included in layer")."""
+
+    namespace: str
+    name: str
+    definitions: tuple[LayerObject, ...]
+    """Every definition, in layer order (at least two)."""
+
+    def message(self) -> str:
+        """Names the HelmRelease and every layer and file that includes it."""
+        first, *others = self.definitions
+        also = "; ".join(f"also included in layer '{o.layer}' ({o.file})" for o in others)
+        return (
+            f"HelmRelease {self.namespace}/{self.name} of layer '{first.layer}' "
+            f"({first.file}) is {also}"
+        )
+
+
+def collect_layer_objects(
+    root: Path,
+    layers: Sequence[Layer],
+    *,
+    kubectl: Path | None = None,
+    timeout: float = kustomize.DEFAULT_TIMEOUT,
+) -> tuple[list[LayerObject], list[Duplicate]]:
+    """Every layer's HelmReleases and HelmRepositories, without the HelmReleases that several
+    layers include: those are returned apart, so the other releases can still be planned."""
+    found: list[LayerObject] = []
+    definitions: dict[tuple[str, str, str], list[LayerObject]] = {}
+    for layer in sorted(layers, key=lambda layer: layer.name):
+        for item in _read_layer(root, layer, kubectl=kubectl, timeout=timeout):
+            found.append(item)
+            if item.document.get("kind") == "HelmRelease":
+                definitions.setdefault(item.identity, []).append(item)
+    duplicates = [
+        Duplicate(identity[1], identity[2], tuple(items))
+        for identity, items in sorted(definitions.items())
+        if len({item.layer for item in items}) > 1
+    ]
+    refused = {(d.namespace, d.name) for d in duplicates}
+    kept = [
+        item
+        for item in found
+        if item.document.get("kind") != "HelmRelease" or item.identity[1:] not in refused
+    ]
+    return kept, duplicates
+
+
+def find_layers(root: Path, paths: Sequence[str]) -> list[Layer]:
+    """The AddonsLayers in the YAML files below `paths`; a layer name used twice is an error."""
+    layers: dict[str, Layer] = {}
+    for path in paths:
+        directory = root / path
+        if not directory.is_dir():
+            raise ConfigError(path, "not a directory in the repository")
+        for file, document in _files_below(root, directory):
+            if not is_addons_layer(document):
+                continue
+            layer = decode_layer(document, source=file)
+            other = layers.get(layer.name)
+            if other is not None:
+                raise ConfigError(
+                    file, f"AddonsLayer '{layer.name}' is also defined in {other.source}"
+                )
+            layers[layer.name] = layer
+    return sorted(layers.values(), key=lambda layer: layer.name)
 
 
 def layer_moves(base: Iterable[LayerObject], head: Iterable[LayerObject]) -> list[LayerMove]:
@@ -149,7 +243,9 @@ def grouped_by_layer(objects: Iterable[LayerObject]) -> dict[str, list[LayerObje
     return groups
 
 
-def _read_layer(root: Path, layer: Layer, *, kubectl: Path | None) -> list[LayerObject]:
+def _read_layer(
+    root: Path, layer: Layer, *, kubectl: Path | None, timeout: float = kustomize.DEFAULT_TIMEOUT
+) -> list[LayerObject]:
     directory = root / layer.path
     where = layer.path.removeprefix("./").rstrip("/") or "."
     if not directory.is_dir():
@@ -157,7 +253,7 @@ def _read_layer(root: Path, layer: Layer, *, kubectl: Path | None) -> list[Layer
             layer.source, "names no directory in the repository", field="spec.source.path"
         )
     if kustomize_check.find_kustomization(directory) is not None:
-        text = kustomize.build(root, directory, kubectl=kubectl)
+        text = kustomize.build(root, directory, kubectl=kubectl, timeout=timeout)
         documents = [(where, d) for d in yamlio.load_documents(text, source=where, cache=False)]
     else:
         documents = list(_files_below(root, directory))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reviewer.discover import Layout
-from reviewer.sources import flux, generated, hierarchy, manifests
+from reviewer.sources import flux, generated, hierarchy, kraan_kind, manifests
 from reviewer.sources.protocol import Source, SourceKind
 
 kinds: dict[str, SourceKind] = {
@@ -13,6 +13,7 @@ kinds: dict[str, SourceKind] = {
     manifests.KIND: manifests,
     generated.KIND: generated,
     flux.KIND: flux,
+    kraan_kind.KIND: kraan_kind,
 }
 """Every kind a `.reviewer.yaml` source may name."""
 
@@ -33,7 +34,26 @@ def detect(root: Path, layout: Layout) -> tuple[Source, ...]:
     found = [
         s for s in found if not (isinstance(s, manifests.Manifests) and set(s.paths) & claimed)
     ]
+    # Kraan layers' directories hold HelmReleases too: they are the kraan source's.
+    layered = {
+        path
+        for source in found
+        if isinstance(source, kraan_kind.Kraan)
+        for path in kraan_kind.claimed(root, source)
+    }
+    found = [s for s in found if isinstance(s, kraan_kind.Kraan) or not _overlaps(s, layered)]
     return tuple(found) or (hierarchy.Hierarchy(layout=layout),)
+
+
+def _overlaps(source: Source, directories: set[str]) -> bool:
+    """Whether a flux or manifests source's paths hold, or lie in, one of `directories`."""
+    if not isinstance(source, (flux.Flux, manifests.Manifests)):
+        return False
+    return any(
+        path == directory or directory.startswith(path + "/") or path.startswith(directory + "/")
+        for path in source.paths
+        for directory in directories
+    )
 
 
 def describe(sources: tuple[Source, ...], *, detected: bool) -> str:
