@@ -464,6 +464,11 @@ _with_refs = _options_into(
     type=click.Path(file_okay=False),
     help="Also save both rendered, redacted sides here (input of `reviewer merge`).",
 )
+@click.option(
+    "--no-fast-path",
+    is_flag=True,
+    help="Plan and render every release on both sides, also those the change leaves alone.",
+)
 @_with_report_args
 @_with_side_flags
 @_EDGE
@@ -474,6 +479,7 @@ def diff(
     refs: Refs,
     shard: str | None,
     save: str | None,
+    no_fast_path: bool,
 ) -> None:
     """Render two sides and report what changes: git refs of --repo, or DIR_A DIR_B."""
     args = diff_cmd.DiffArgs(
@@ -490,6 +496,7 @@ def diff(
         tooling=flags.tooling,
         save=Path(save) if save else None,
         marker_key=edge.marker_key(),
+        fast_path=not no_fast_path,
     )
     sys.exit(diff_cmd.run(args, edge.console))
 

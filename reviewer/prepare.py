@@ -19,6 +19,7 @@ from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again
+from reviewer.reuse import Changes, Reuse
 from reviewer.side import (
     ProgressBar,
     SideOptions,
@@ -44,6 +45,9 @@ class SideRequest:
     templates: str | None = None
     secrets: KeylessMode = KeylessMode.FALLBACK
     tooling: Tooling = field(default_factory=Tooling)
+    fast_path: bool = True
+    """Plan twins only where SOPS files are read, and reuse the base side's unchanged
+    deployments on the head side (`--no-fast-path`: plan and render everything)."""
 
 
 SideWatch = Callable[[int, RenderCache], AbstractContextManager[ProgressBar]]
@@ -94,12 +98,14 @@ def prepare_sides(
     marker_key: bytes | None,
     watch: SideWatch = _unwatched,
     unknown_filter: Callable[[str], None] | None = None,
+    changes: Changes | None = None,
 ) -> PreparedSides:
     """Render every root with one tool set, then redact all with the union of their maps.
 
     A secret that a change removes must not leak through the baseline, nor a new one
     through the other side. Settings come from `config_root` (a diff's base side). A filter
     naming nothing fails before rendering; with `unknown_filter` it is only reported there.
+    With `changes` (between two roots), the head side reuses what the change leaves alone.
     """
     config = config_mod.load(config_root, request.options.config_file)
     layout = config_mod.with_overrides(
@@ -121,8 +127,10 @@ def prepare_sides(
     renderer = TemplateRenderer(request.tooling.limits_with(config))
     decoder = SopsDecoder(keyless=request.secrets)
     rendered: list[SideRender] = []
+    fast = request.fast_path and len(sources) == len(hierarchies) == 1
     with open_tooling(request.tooling, config) as tools:
         for index, root in enumerate(roots):
+            reuse = _reuse(rendered, changes, root) if fast and len(roots) == 2 else None
             with watch(index, tools.cache) as bar:
                 rendered.append(
                     render_side(
@@ -132,6 +140,8 @@ def prepare_sides(
                         renderer=renderer,
                         secrets=decoder,
                         bar=bar,
+                        fast=fast,
+                        reuse=reuse,
                     )
                 )
         regeneration = _regeneration(roots, rendered, tools)
@@ -140,12 +150,25 @@ def prepare_sides(
     return PreparedSides(
         config=config,
         rendered=tuple(rendered),
-        redacted=tuple(redact_snapshot(side.shown, redactor) for side in rendered),
+        redacted=_redact_all(rendered, redactor),
         redactor=redactor,
         keyless=keyless_warning(decoder.keyless_sources),
         regeneration=regeneration,
         sources=registry.describe(sources, detected=not config.sources),
     )
+
+
+def _reuse(rendered: Sequence[SideRender], changes: Changes | None, root: Path) -> Reuse | None:
+    """For the head side (the second): what it may take from the base side."""
+    if changes is None or len(rendered) != 1 or rendered[0].basis is None:
+        return None
+    return Reuse(rendered[0].basis, changes, root)
+
+
+def _redact_all(rendered: Sequence[SideRender], redactor: Redactor) -> tuple[Snapshot, ...]:
+    """Every side redacted; a release the head took from the base is redacted once."""
+    done: dict[int, RenderedRelease] = {}  # `rendered` keeps the originals (and ids) alive
+    return tuple(redact_snapshot(side.shown, redactor, done=done) for side in rendered)
 
 
 def _sources(config: RepoConfig, layout: Layout, root: Path) -> tuple[Source, ...]:
@@ -172,4 +195,4 @@ def _regeneration(
         )
 
     found = find_regenerated(rendered[0].snapshot, head.snapshot, again)
-    return publishable(found, head.shown)
+    return publishable(found, head.shown) if found else found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,12 +27,13 @@ from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
 from reviewer.render import render_plan
 from reviewer.render_cache import secret_free
+from reviewer.reuse import Basis, Choosing, DeploymentKey, Reuse, assemble, failed_keys, key_of
 from reviewer.sops import SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
-from reviewer.sources.protocol import PlanContext, Source
+from reviewer.sources.protocol import PlanContext, Selector, Source
 from reviewer.tooling import Tools
 from reviewer.twins import publish_twins
-from reviewer.values import NoSecrets, SecretsLoader, Values
+from reviewer.values import SOPS_SUFFIX, NoSecrets, SecretsLoader, Values
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,13 @@ def plan_side(
     secrets: SecretsLoader | None = None,
     decoder: SopsDecoder | None = None,
     twin: bool = False,
+    select: Selector | None = None,
 ) -> Plan:
     """Plan every selected release and object set of every source of the checkout at `root`.
 
     `decoder` decrypts SOPS files that are objects themselves (default: `secrets` when it
-    is one); `twin` plans the redacted twin, where only Helm values matter.
+    is one); `twin` plans the redacted twin, where only Helm values matter; `select`
+    replaces the options' selection.
     """
     if decoder is None and isinstance(secrets, SopsDecoder):
         decoder = secrets
@@ -121,7 +124,7 @@ def plan_side(
         renderer=renderer,
         secrets=secrets or NoSecrets(),
         decoder=decoder,
-        select=options.selection,
+        select=options.selection if select is None else select,
         display_root=options.display_root,
         twin=twin,
     )
@@ -166,10 +169,12 @@ class _Recording:
         self.inner = inner
         self.used = False
         self.leaves: set[str] = set()
+        self.sources: set[str] = set()
 
     def load(self, path: Path, *, source: str) -> Values:
         """The file's values, unchanged."""
         self.used = True
+        self.sources.add(source)
         if not isinstance(self.inner, SopsDecoder):
             values = self.inner.load(path, source=source)
             self.leaves.update(leaf_texts(values))
@@ -206,6 +211,12 @@ class PlannedSide:
     replacements: dict[str, str] = field(default_factory=dict)
     leaves: frozenset[str] = frozenset()
     """Every decrypted SOPS leaf (string form), paired by the twins or not."""
+    seen: Mapping[DeploymentKey, tuple[Cluster, DeploymentDir]] = field(default_factory=dict)
+    """Hierarchy deployments selected, in planning order (fast path only)."""
+    reused: frozenset[DeploymentKey] = frozenset()
+    """Deployments taken from the base side instead of planned (fast path only)."""
+    secret_keys: frozenset[DeploymentKey] = frozenset()
+    """Deployments whose twin was planned apart from the real plan (they read SOPS files)."""
 
     @property
     def has_secrets(self) -> bool:
@@ -227,6 +238,8 @@ class SideRender:
     """Secret-derived positions in their twin form (docs/redaction.md); None: `snapshot`."""
     leaves: frozenset[str] = frozenset()
     """Every decrypted SOPS leaf: the leak guard's seed."""
+    basis: Basis | None = None
+    """What a head side may reuse of this one (fast path only)."""
 
     @property
     def shown(self) -> Snapshot:
@@ -240,30 +253,104 @@ def plan_twins(
     options: SideOptions,
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
+    fast: bool = False,
+    reuse: Reuse | None = None,
 ) -> PlannedSide:
-    """Plan with real secrets and, when any were read, with redacted ones; diff the twins."""
+    """Plan with real secrets and, when any were read, with redacted ones; diff the twins.
+
+    `fast` (a hierarchy source alone): plan the twin only of the deployments that read
+    SOPS files, the rest equals the real plan; `reuse` (fast too): take the deployments
+    whose inputs the change leaves alone from the base side instead of planning them.
+    """
     decoder = secrets if isinstance(secrets, SopsDecoder) else None
     recording = _Recording(secrets or NoSecrets())
-    real = plan_side(root, options=options, renderer=renderer, secrets=recording, decoder=decoder)
+    choosing = Choosing(options.selection, reuse.reusable if reuse is not None else _planned)
+    planned = plan_side(
+        root,
+        options=options,
+        renderer=renderer,
+        secrets=recording,
+        decoder=decoder,
+        select=choosing,
+    )
+    reused = frozenset(choosing.skipped)
+    real, reused_twins = planned, Plan()
+    if reuse is not None and reused:
+        reused_twins = reuse.twins(reused)
+        parts = [(reused, reuse.plans(reused)), (choosing.seen, planned)]
+        real = replace(planned, releases=assemble(choosing.seen, parts))
+    inherited = reused & reuse.basis.secret_keys if reuse is not None else frozenset()
     # Secrets of object sets (SOPS files that are objects) are paired where they are read.
     objects = frozenset(real.replacements)
+    if not recording.used and not inherited:
+        return PlannedSide(real, real, dict(real.replacements), objects, choosing.seen, reused)
+    needed = _secret_keys(planned, choosing, recording)
+    twin = _twin_plan(root, options, renderer, recording, decoder, only=needed if fast else None)
+    if fast:
+        parts = [(reused, reused_twins), (needed, twin), (choosing.seen, real)]
+        errors = twin.errors if recording.used else real.errors
+        twin = replace(twin, releases=assemble(choosing.seen, parts), errors=errors)
+    redacted = {release.id: release for release in twin.releases}
+    replacements: dict[str, str] = dict(real.replacements)
+    for release in real.releases:
+        other = redacted.get(release.id)
+        if other is not None and other is not release:
+            replacements.update(replacement_map(release.values, other.values))
+    leaves = frozenset(recording.leaves) | objects
+    secret_keys = frozenset(needed) | inherited if fast else frozenset(choosing.seen)
+    return PlannedSide(real, twin, replacements, leaves, choosing.seen, reused, secret_keys)
+
+
+def _planned(cluster: Cluster, deployment: DeploymentDir) -> bool:
+    return False
+
+
+def _twin_plan(
+    root: Path,
+    options: SideOptions,
+    renderer: TemplateRenderer,
+    recording: _Recording,
+    decoder: SopsDecoder | None,
+    *,
+    only: set[DeploymentKey] | None,
+) -> Plan:
+    """The redacted twin of every selected deployment, or `only` of those."""
     if not recording.used:
-        return PlannedSide(real, real, dict(real.replacements), objects)
-    twin = plan_side(
+        return Plan()
+    select: Selector = options.selection
+    if only is not None:
+        select = Choosing(options.selection, lambda c, d: (c.path, d.name) not in only)
+    return plan_side(
         root,
         options=options,
         renderer=renderer,
         secrets=_RedactedSecrets(recording.inner),
         decoder=decoder,
         twin=True,
+        select=select,
     )
-    redacted = {release.id: release for release in twin.releases}
-    replacements: dict[str, str] = dict(real.replacements)
-    for release in real.releases:
-        other = redacted.get(release.id)
-        if other is not None:
-            replacements.update(replacement_map(release.values, other.values))
-    return PlannedSide(real, twin, replacements, frozenset(recording.leaves) | objects)
+
+
+def _secret_keys(planned: Plan, choosing: Choosing, recording: _Recording) -> set[DeploymentKey]:
+    """Planned deployments whose twin may differ from the real plan: those that read a SOPS
+    file, failed, or planned no release (a template may branch on a secret)."""
+    if not recording.used:
+        return set()
+    keys = failed_keys(planned.errors)
+    with_releases: set[DeploymentKey] = set()
+    for release in planned.releases:
+        key = key_of(release.id)
+        with_releases.add(key)
+        if _reads_secrets(release, recording.sources):
+            keys.add(key)
+    keys |= {key for key in choosing.seen if key not in with_releases}
+    return keys - choosing.skipped
+
+
+def _reads_secrets(release: ReleasePlan, sources: set[str]) -> bool:
+    if not release.inputs.isdisjoint(sources):
+        return True
+    return any(layer.secret or layer.source.endswith(SOPS_SUFFIX) for layer in release.layers)
 
 
 ProgressBar = Callable[[int], AbstractContextManager[Callable[[], None]]]
@@ -283,13 +370,18 @@ def render_side(
     renderer: TemplateRenderer,
     secrets: SecretsLoader | None = None,
     bar: ProgressBar = no_bar,
+    fast: bool = False,
+    reuse: Reuse | None = None,
 ) -> SideRender:
-    """Plan and render one checkout."""
-    planned = plan_twins(root, options=options, renderer=renderer, secrets=secrets)
+    """Plan and render one checkout (`fast`, `reuse`: see `plan_twins`)."""
+    planned = plan_twins(
+        root, options=options, renderer=renderer, secrets=secrets, fast=fast, reuse=reuse
+    )
     plan = refuse_secret_charts(planned.plan, planned.twin)
-    with bar(len(plan.releases)) as advance:
+    fresh = _without(plan, planned.reused)
+    with bar(len(fresh.releases)) as advance:
         snapshot = render_plan(
-            plan,
+            fresh,
             root=root,
             fetcher=tools.fetcher,
             pool=tools.pool,
@@ -298,6 +390,13 @@ def render_side(
             persist=secret_free(
                 planned.plan, planned.twin, (*planned.leaves, *planned.replacements)
             ),
+        )
+    if reuse is not None and planned.reused:
+        taken = reuse.rendered(planned.reused)
+        # They have the chart and values of releases the base side rendered.
+        tools.cache.reused += len(plan.releases) - len(fresh.releases)
+        snapshot = replace(
+            snapshot, releases=tuple(sorted((*snapshot.releases, *taken), key=lambda r: r.id))
         )
     plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
     published = None
@@ -325,6 +424,9 @@ def render_side(
     if inner.real or inner.shown:
         snapshot, published = inner.merged(snapshot, published or snapshot)
         plans.update({release.id: release for release in inner.plans})
+    basis = None
+    if fast:
+        basis = Basis(planned.plan, planned.twin, planned.seen, snapshot, planned.secret_keys)
     return SideRender(
         snapshot,
         planned.replacements,
@@ -332,6 +434,18 @@ def render_side(
         real=tuple(plan.releases),
         published=published,
         leaves=planned.leaves,
+        basis=basis,
+    )
+
+
+def _without(plan: Plan, reused: frozenset[DeploymentKey]) -> Plan:
+    """`plan` without the deployments taken from the base side (rendered there already)."""
+    if not reused:
+        return plan
+    return replace(
+        plan,
+        releases=tuple(r for r in plan.releases if key_of(r.id) not in reused),
+        errors=tuple(e for e in plan.errors if (e.cluster, e.deployment) not in reused),
     )
 
 
@@ -366,10 +480,23 @@ def keyless_warning(sources: list[str]) -> str | None:
     )
 
 
-def redact_snapshot(snapshot: Snapshot, redactor: Redactor) -> Snapshot:
-    """A copy of `snapshot` with every object and error message redacted."""
+def redact_snapshot(
+    snapshot: Snapshot, redactor: Redactor, *, done: dict[int, RenderedRelease] | None = None
+) -> Snapshot:
+    """A copy of `snapshot` with every object and error message redacted.
+
+    `done`: releases redacted before, by `id()` of the original (the caller keeps the
+    originals alive); a release found there is not redacted again.
+    """
+    done = {} if done is None else done
+    releases = []
+    for release in snapshot.releases:
+        redacted = done.get(id(release))
+        if redacted is None:
+            redacted = done[id(release)] = _redact_release(release, redactor)
+        releases.append(redacted)
     return Snapshot(
-        releases=tuple(_redact_release(release, redactor) for release in snapshot.releases),
+        releases=tuple(releases),
         errors=tuple(redactor.redact_text(error) for error in snapshot.errors),
         warnings=snapshot.warnings,
     )

@@ -256,19 +256,31 @@ def _files_in(directory: Path) -> frozenset[str]:
         return frozenset()
 
 
+def _hierarchy_lookup(cluster: Cluster, deployment: DeploymentDir) -> list[tuple[str, str]]:
+    """Every file the hierarchy lookup looks for, in priority order, with its level label."""
+    directories = [(level.path, f"{level.kind}.values", level.label) for level in cluster.levels]
+    directories.append((deployment.path, "values", f"deployment {deployment.name}"))
+    return [
+        (f"{directory}/{stem}{suffix}", label)
+        for directory, stem, label in directories
+        for suffix in _LEVEL_SUFFIXES
+    ]
+
+
+def hierarchy_candidates(cluster: Cluster, deployment: DeploymentDir) -> list[str]:
+    """Every hierarchy file a deployment's lookup looks for, whether it exists or not."""
+    return [source for source, _ in _hierarchy_lookup(cluster, deployment)]
+
+
 def _hierarchy_files(
     is_file: Callable[[str], bool], cluster: Cluster, deployment: DeploymentDir
 ) -> list[tuple[str, str]]:
     """Existing hierarchy files in priority order, each with its level label."""
-    directories = [(level.path, f"{level.kind}.values", level.label) for level in cluster.levels]
-    directories.append((deployment.path, "values", f"deployment {deployment.name}"))
-    found: list[tuple[str, str]] = []
-    for directory, stem, label in directories:
-        for suffix in _LEVEL_SUFFIXES:
-            source = f"{directory}/{stem}{suffix}"
-            if is_file(source):
-                found.append((source, label))
-    return found
+    return [
+        (source, label)
+        for source, label in _hierarchy_lookup(cluster, deployment)
+        if is_file(source)
+    ]
 
 
 def entries(

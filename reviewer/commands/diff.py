@@ -21,11 +21,12 @@ from reviewer.diff.options import DifferChoice, DiffOptions
 from reviewer.diff.result import SnapshotDiff
 from reviewer.discover import Layout, discovery_warnings
 from reviewer.errors import ExitStatus
-from reviewer.explain import changed_files, explain
+from reviewer.explain import explain
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.prepare import PreparedSides, SideRequest, SideWatch, prepare_sides
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
+from reviewer.reuse import changes_between
 from reviewer.shards import save_diff_shard
 from reviewer.side import ProgressBar, Shard, SideOptions
 from reviewer.sops import KeylessMode
@@ -69,6 +70,8 @@ class DiffArgs:
     save: Path | None = None
     marker_key: bytes | None = None
     """Secret-marker key shared by a CI run's jobs (`marker_keys`); None: random."""
+    fast_path: bool = True
+    """Reuse on the head side what the change leaves alone (`--no-fast-path`: off)."""
 
     @property
     def request(self) -> SideRequest:
@@ -79,6 +82,7 @@ class DiffArgs:
             templates=self.templates,
             secrets=self.secrets,
             tooling=self.tooling,
+            fast_path=self.fast_path,
         )
 
 
@@ -182,6 +186,7 @@ def render_pair(
     unknown_filter: Callable[[str], None] | None = None,
 ) -> tuple[RenderedPair, LeakGuard]:
     """Render, redact, diff and explain both sides; returns the pair and its leak guard."""
+    changes = changes_between(sides.base.root, sides.head.root, ignored=sides.head.ignored)
     prepared = prepare_sides(
         (sides.base.root, sides.head.root),
         request,
@@ -189,6 +194,7 @@ def render_pair(
         marker_key=marker_key,
         watch=_announce(console, sides),
         unknown_filter=unknown_filter,
+        changes=changes,
     )
     console.info(prepared.sources)
     base, head = prepared.rendered
@@ -206,7 +212,7 @@ def render_pair(
     explanation = explain(
         base=base.plans,
         head=head.plans,
-        files=changed_files(sides.base.root, sides.head.root, ignored=sides.head.ignored),
+        files=list(changes.reported),
         diff=diff,
         redact=prepared.redactor.redact_manifest,
         chart_text=local_chart_text(sides.head.root),

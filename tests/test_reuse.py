@@ -1,0 +1,126 @@
+"""The fast path: the head side reuses the base side's unchanged deployments.
+
+Whatever it skips, every report (JSON, text, markdown) is byte for byte the one
+`--no-fast-path` gives, which plans and renders everything on both sides.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import GitRepo
+
+from reviewer.cli import main
+from reviewer.errors import ExitStatus
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
+BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
+
+
+def _diff(repo: Path, out: Path, output_format: str, *extra: str) -> bytes:
+    """The report of `reviewer diff --base main` against the working tree."""
+    args = ["diff", "--repo", str(repo), "--base", "main", "--jobs", "1"]
+    with pytest.raises(SystemExit) as done:
+        main([*args, "--format", output_format, "--output", str(out), *extra])
+    assert done.value.code in (ExitStatus.OK, ExitStatus.CHANGES)
+    return out.read_bytes()
+
+
+def _compare(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """Every format with and without the fast path; returns the fast JSON run's stderr."""
+    said = ""
+    for output_format in ("json", "text", "markdown"):
+        capsys.readouterr()
+        fast = _diff(repo, tmp_path / f"fast.{output_format}", output_format)
+        if output_format == "json":
+            said = capsys.readouterr().err
+        plain = _diff(repo, tmp_path / f"plain.{output_format}", output_format, "--no-fast-path")
+        assert fast == plain, output_format
+    return said
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+@pytest.fixture
+def example(git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> GitRepo:
+    """The example fleet (SOPS files included) committed as `main`."""
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    shutil.copytree(EXAMPLE, git_repo.root, dirs_exist_ok=True)
+    git_repo.commit("example fleet")
+    return git_repo
+
+
+def test_a_group_value_change_reports_the_same_and_reuses_the_rest(
+    example: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(
+        example.root / "deployments/production/group.values.yaml",
+        "replicaCount: 3",
+        "replicaCount: 5",
+    )
+    said = _compare(example.root, tmp_path, capsys)
+    assert "not rendered again" in said
+
+
+def test_a_new_file_where_the_lookup_found_none_is_noticed(
+    example: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No deployment of sandbox has a values.yaml, and sandbox has no .gotmpl: both are looked for.
+    example.write("deployments/sandbox/cluster.values.yaml.gotmpl", "replicaCount: 4\n")
+    said = _compare(example.root, tmp_path, capsys)
+    report = json.loads((tmp_path / "fast.json").read_bytes())
+    assert report["summary"]["releases"]["changed"] > 0
+    assert "not rendered again" in said
+
+
+def test_added_removed_and_moved_deployments_report_the_same(
+    example: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apps = example.root / "deployments/sandbox/apps"
+    shutil.copytree(apps / "playground", apps / "playground-two")
+    shutil.rmtree(example.root / "deployments/staging/stg-1/apps")
+    _compare(example.root, tmp_path, capsys)
+
+
+def test_a_chart_and_a_template_change_report_the_same(
+    example: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chart = example.root / "charts/web/templates/deployment.yaml"
+    chart.write_text(chart.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    template = example.root / "templates/worker/helmfile.yaml.gotmpl"
+    template.write_text(template.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    _compare(example.root, tmp_path, capsys)
+
+
+def _benchmark_fleet() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_fleet", BENCHMARKS / "fleet.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("scenario", ["one-value", "global", "chart-bump"])
+def test_benchmark_scenarios_report_the_same(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scenario: str,
+) -> None:
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    fleet = _benchmark_fleet()
+    shape = fleet.Shape.parse("1x3x4x2")
+    repo = fleet.build_fleet(tmp_path / "fleet", shape, sops=True)
+    fleet.apply_scenario(repo, shape, scenario)
+    _compare(repo, tmp_path, capsys)
