@@ -14,10 +14,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import GitRepo
+from conftest import GitRepo, Repo
 
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.reuse import Reuse, changes_between
+from reviewer.side import SideOptions, plan_twins, render_side
+from reviewer.tooling import Tooling, open_tooling
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
@@ -124,3 +128,53 @@ def test_benchmark_scenarios_report_the_same(
     repo = fleet.build_fleet(tmp_path / "fleet", shape, sops=True)
     fleet.apply_scenario(repo, shape, scenario)
     _compare(repo, tmp_path, capsys)
+
+
+def _fleet(repo: Repo) -> Repo:
+    for cluster in ("c1", "c2"):
+        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
+        for deployment in ("d0", "d1"):
+            repo.write(
+                f"deployments/{cluster}/apps/{deployment}/deployment.yaml",
+                "apps: [{template: app}]\n",
+            )
+    return repo
+
+
+def _reused(base: Path, head: Path) -> set[tuple[str, str]]:
+    """The head deployments taken from the base side instead of planned."""
+    changes = changes_between(base, head)
+    with open_tooling(Tooling(cache_dir=base.parent / "chart-cache")) as tools:
+        first = render_side(
+            base, options=SideOptions(), tools=tools, renderer=TemplateRenderer(), fast=True
+        )
+        assert first.basis is not None
+        second = plan_twins(
+            head,
+            options=SideOptions(),
+            renderer=TemplateRenderer(),
+            fast=True,
+            reuse=Reuse(first.basis, changes, head),
+        )
+    return set(second.reused)
+
+
+def test_only_deployments_whose_reads_and_lookups_are_unchanged_are_reused(
+    repo: Repo, tmp_path: Path
+) -> None:
+    _fleet(repo)
+    head = Repo(tmp_path / "head")
+    shutil.copytree(repo.root, head.root)
+    head.write("deployments/c1/cluster.values.yaml", "where: elsewhere\n")  # read by c1's
+    head.write("deployments/c2/apps/d1/values.yaml", "extra: 1\n")  # looked for, now found
+    head.write("README.md", "not read by any deployment\n")
+    assert _reused(repo.root, head.root) == {("c2", "d0")}
+
+
+def test_a_deployment_that_failed_on_the_base_side_is_planned_again(
+    repo: Repo, tmp_path: Path
+) -> None:
+    _fleet(repo).write("deployments/c2/apps/d1/deployment.yaml", "apps: [{template: missing}]\n")
+    head = Repo(tmp_path / "head")
+    shutil.copytree(repo.root, head.root)
+    assert _reused(repo.root, head.root) == {("c1", "d0"), ("c1", "d1"), ("c2", "d0")}
