@@ -22,6 +22,7 @@ from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir
 from reviewer.errors import ReviewerError
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.plan import Plan, PlanError, ReleasePlan
+from reviewer.sources import nested
 from reviewer.sources.protocol import Selector
 from reviewer.templates import TEMPLATE_FILES
 from reviewer.values import hierarchy_candidates
@@ -172,6 +173,8 @@ class Basis:
     seen: Mapping[DeploymentKey, tuple[Cluster, DeploymentDir]]
     snapshot: Snapshot
     """As rendered (real values, not redacted)."""
+    published: Snapshot | None
+    """Secret-derived positions in their twin form; None: `snapshot` (no SOPS file read)."""
     secret_keys: frozenset[DeploymentKey] = frozenset()
     """Deployments whose twin was planned apart (they read SOPS files)."""
 
@@ -186,11 +189,18 @@ class Reuse:
     """The head checkout (local charts are read there)."""
     _releases: dict[DeploymentKey, list[ReleasePlan]] = field(default_factory=dict)
     _failed: set[DeploymentKey] = field(default_factory=set)
+    """Deployments always planned again: failed on the base side, or deploying HelmReleases."""
     _charts: dict[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._releases = by_deployment(self.basis.plan.releases)
         self._failed = failed_keys(self.basis.plan.errors) | failed_keys(self.basis.twin.errors)
+        # Nested releases (docs/nested.md) read repository sources no plan records.
+        self._failed |= {
+            key_of(release.id)
+            for release in self.basis.snapshot.releases
+            if any(nested.is_helmrelease(resource.body) for resource in release.resources)
+        }
 
     def reusable(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
         """Whether the head's deployment was discovered and planned from the same files."""
@@ -258,6 +268,12 @@ class Reuse:
         """The base's rendered releases (and refusals) of those deployments."""
         wanted = set(keys)
         return tuple(r for r in self.basis.snapshot.releases if key_of(r.id) in wanted)
+
+    def published(self, keys: Iterable[DeploymentKey]) -> tuple[RenderedRelease, ...]:
+        """The base's publishable form of those deployments' releases."""
+        wanted = set(keys)
+        shown = self.basis.published or self.basis.snapshot
+        return tuple(r for r in shown.releases if key_of(r.id) in wanted)
 
 
 def _reads(

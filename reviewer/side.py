@@ -294,7 +294,8 @@ def plan_twins(
     replacements: dict[str, str] = dict(real.replacements)
     for release in real.releases:
         other = redacted.get(release.id)
-        if other is not None and other is not release:
+        # The base side's map holds the pairs of the deployments taken from it.
+        if other is not None and other is not release and key_of(release.id) not in reused:
             replacements.update(replacement_map(release.values, other.values))
     leaves = frozenset(recording.leaves) | objects
     secret_keys = frozenset(needed) | inherited if fast else frozenset(choosing.seen)
@@ -391,20 +392,13 @@ def render_side(
                 planned.plan, planned.twin, (*planned.leaves, *planned.replacements)
             ),
         )
-    if reuse is not None and planned.reused:
-        taken = reuse.rendered(planned.reused)
-        # They have the chart and values of releases the base side rendered.
-        tools.cache.reused += len(plan.releases) - len(fresh.releases)
-        snapshot = replace(
-            snapshot, releases=tuple(sorted((*snapshot.releases, *taken), key=lambda r: r.id))
-        )
     plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
     published = None
     if planned.has_secrets:
         # The unfiltered plan: a refused chart reference is told from the twin.
         published = publish_twins(
-            planned.plan,
-            planned.twin,
+            _without(planned.plan, planned.reused),
+            _without(planned.twin, planned.reused),
             snapshot,
             lambda twin: render_plan(twin, **_render_args(root, tools)),
         )
@@ -413,6 +407,12 @@ def render_side(
             published,
             releases=tuple(sorted((*published.releases, *plan.objects), key=lambda r: r.id)),
         )
+    if reuse is not None and planned.reused:
+        # They have the chart and values of releases the base side rendered.
+        tools.cache.reused += len(plan.releases) - len(fresh.releases)
+        snapshot = _with(snapshot, reuse.rendered(planned.reused))
+        if published is not None:
+            published = _with(published, reuse.published(planned.reused))
     inner = expand_side(
         root,
         real=snapshot,
@@ -426,7 +426,9 @@ def render_side(
         plans.update({release.id: release for release in inner.plans})
     basis = None
     if fast:
-        basis = Basis(planned.plan, planned.twin, planned.seen, snapshot, planned.secret_keys)
+        basis = Basis(
+            planned.plan, planned.twin, planned.seen, snapshot, published, planned.secret_keys
+        )
     return SideRender(
         snapshot,
         planned.replacements,
@@ -436,6 +438,12 @@ def render_side(
         leaves=planned.leaves,
         basis=basis,
     )
+
+
+def _with(snapshot: Snapshot, taken: Sequence[RenderedRelease]) -> Snapshot:
+    """`snapshot` with the releases taken from the base side, in release order."""
+    releases = sorted((*snapshot.releases, *taken), key=lambda r: r.id)
+    return replace(snapshot, releases=tuple(releases))
 
 
 def _without(plan: Plan, reused: frozenset[DeploymentKey]) -> Plan:
