@@ -14,7 +14,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import GitRepo, Repo
+from conftest import DUMP_CHART, GitRepo, Repo
+from test_nested_releases import FLEET_SOURCE, HIERARCHY_BOOTSTRAP, LEAF
 
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
@@ -178,3 +179,26 @@ def test_a_deployment_that_failed_on_the_base_side_is_planned_again(
     head = Repo(tmp_path / "head")
     shutil.copytree(repo.root, head.root)
     assert _reused(repo.root, head.root) == {("c1", "d0"), ("c1", "d1"), ("c2", "d0")}
+
+
+def test_a_change_only_a_nested_release_reads_is_not_missed(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The parent's inputs stay the same; its HelmRelease's chart (in the repository) changes.
+    leaf = {
+        "Chart.yaml": "apiVersion: v2\nname: leaf\nversion: 2.0.0\n",
+        "templates/cm.yaml": LEAF["templates/cm.yaml"],
+    }
+    bootstrap = {**DUMP_CHART, "templates/leaf.yaml": HIERARCHY_BOOTSTRAP}
+    git_repo.add_chart("charts/boot", bootstrap).add_chart("charts/leaf", leaf)
+    git_repo.write("flux/fleet.yaml", FLEET_SOURCE)
+    git_repo.add_template("boot", "releases:\n  - name: boot\n    chart: ../../charts/boot\n")
+    git_repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: boot}]\n")
+    git_repo.commit("nested")
+    git_repo.write(
+        "charts/leaf/templates/extra.yaml",
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {name: extra}\n",
+    )
+    _compare(git_repo.root, tmp_path, capsys)
+    report = json.loads((tmp_path / "fast.json").read_bytes())
+    assert report["summary"]["releases"]["changed"] == 1
