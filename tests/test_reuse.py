@@ -189,7 +189,10 @@ def test_a_change_only_a_nested_release_reads_is_not_missed(
         "Chart.yaml": "apiVersion: v2\nname: leaf\nversion: 2.0.0\n",
         "templates/cm.yaml": LEAF["templates/cm.yaml"],
     }
-    bootstrap = {**DUMP_CHART, "templates/leaf.yaml": HIERARCHY_BOOTSTRAP}
+    # Without its `broken` HelmRelease: that error names the temporary checkout's path.
+    documents = HIERARCHY_BOOTSTRAP.split("---\n")
+    kept = "---\n".join(d for d in documents if "name: broken" not in d)
+    bootstrap = {**DUMP_CHART, "templates/leaf.yaml": kept}
     git_repo.add_chart("charts/boot", bootstrap).add_chart("charts/leaf", leaf)
     git_repo.write("flux/fleet.yaml", FLEET_SOURCE)
     git_repo.add_template("boot", "releases:\n  - name: boot\n    chart: ../../charts/boot\n")
