@@ -27,7 +27,16 @@ from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
 from reviewer.render import render_plan
 from reviewer.render_cache import secret_free
-from reviewer.reuse import Basis, Choosing, DeploymentKey, Reuse, assemble, failed_keys, key_of
+from reviewer.reuse import (
+    Basis,
+    Choosing,
+    DeploymentKey,
+    Reuse,
+    assemble,
+    failed_keys,
+    key_of,
+    never,
+)
 from reviewer.sops import SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
 from reviewer.sources.protocol import PlanContext, Selector, Source
@@ -264,7 +273,7 @@ def plan_twins(
     """
     decoder = secrets if isinstance(secrets, SopsDecoder) else None
     recording = _Recording(secrets or NoSecrets())
-    choosing = Choosing(options.selection, reuse.reusable if reuse is not None else _planned)
+    choosing = Choosing(options.selection, reuse.reusable if reuse is not None else never)
     planned = plan_side(
         root,
         options=options,
@@ -300,10 +309,6 @@ def plan_twins(
     leaves = frozenset(recording.leaves) | objects
     secret_keys = frozenset(needed) | inherited if fast else frozenset(choosing.seen)
     return PlannedSide(real, twin, replacements, leaves, choosing.seen, reused, secret_keys)
-
-
-def _planned(cluster: Cluster, deployment: DeploymentDir) -> bool:
-    return False
 
 
 def _twin_plan(
