@@ -272,7 +272,8 @@ def hidden_changes(
     for release in head.releases:
         before, shown_before = old.get(release.id), old_redacted.get(release.id)
         shown_after = new_redacted.get(release.id)
-        if before is None or shown_before is None or shown_after is None:
+        # `before is release`: taken from the base side as it was (the fast path).
+        if before is None or before is release or shown_before is None or shown_after is None:
             continue
         real = {r.key: r.body for r in before.resources}
         shown = {r.key: r.body for r in shown_before.resources}
