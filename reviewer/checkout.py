@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,9 @@ _MERGE_ENV = {
     "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
 }
+# git without the user's configuration, found on the system's default PATH; commands get
+# the edge's `Programs.git()` instead (HOME for safe.directory, GIT_CONFIG_* variables).
+_ISOLATED = proc.Programs().git()
 
 
 @dataclass(frozen=True)
@@ -50,28 +53,30 @@ class Sides:
     warnings: tuple[str, ...] = ()
 
 
-def git(repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> proc.Completed:
-    """Run git in `repo` through the one subprocess chokepoint."""
-    command = proc.Command(proc.argv("git", "-C", repo, *args), ok_codes=ok_codes)
+def git(
+    repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,), env: Mapping[str, str] = _ISOLATED
+) -> proc.Completed:
+    """Run git in `repo` through the one subprocess chokepoint, seeing only `env`."""
+    command = proc.Command(proc.argv("git", "-C", repo, *args), env=env, ok_codes=ok_codes)
     return proc.run(command)
 
 
-def _out(repo: Path, *args: str) -> str:
-    return git(repo, *args).stdout.decode().strip()
+def _out(repo: Path, *args: str, env: Mapping[str, str] = _ISOLATED) -> str:
+    return git(repo, *args, env=env).stdout.decode().strip()
 
 
-def resolve(repo: Path, ref: str) -> str:
+def resolve(repo: Path, ref: str, *, env: Mapping[str, str] = _ISOLATED) -> str:
     """The commit SHA a ref names; a clear error when it names nothing."""
     try:
-        return _out(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        return _out(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", env=env)
     except CommandError:
         raise ReviewerError(f"git ref '{ref}' does not name a commit in {repo}") from None
 
 
-def toplevel(repo: Path) -> Path:
+def toplevel(repo: Path, *, env: Mapping[str, str] = _ISOLATED) -> Path:
     """The root of the git work tree containing `repo`."""
     try:
-        return Path(_out(repo, "rev-parse", "--show-toplevel"))
+        return Path(_out(repo, "rev-parse", "--show-toplevel", env=env))
     except CommandError:
         raise ReviewerError(f"{repo} is not inside a git repository") from None
 
@@ -91,15 +96,17 @@ def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
     return directory
 
 
-def default_base(repo: Path) -> str:
+def default_base(repo: Path, *, env: Mapping[str, str] = _ISOLATED) -> str:
     """Merge base of HEAD with the upstream default branch (origin/HEAD, upstream, main, master)."""
-    return _out(repo, "merge-base", "HEAD", default_upstream(repo))
+    return _out(repo, "merge-base", "HEAD", default_upstream(repo, env=env), env=env)
 
 
-def default_upstream(repo: Path) -> str:
+def default_upstream(repo: Path, *, env: Mapping[str, str] = _ISOLATED) -> str:
     """The upstream default branch a diff without --base compares with."""
-    for candidate in _upstream_candidates(repo):
-        found = git(repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1, 128))
+    for candidate in _upstream_candidates(repo, env):
+        found = git(
+            repo, "rev-parse", "--verify", "--quiet", candidate, ok_codes=(0, 1, 128), env=env
+        )
         if found.returncode == 0:
             return candidate.removeprefix("refs/remotes/")
     raise ReviewerError(
@@ -108,9 +115,11 @@ def default_upstream(repo: Path) -> str:
     )
 
 
-def _upstream_candidates(repo: Path) -> list[str]:
+def _upstream_candidates(repo: Path, env: Mapping[str, str]) -> list[str]:
     candidates: list[str] = []
-    origin_head = git(repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", ok_codes=(0, 1))
+    origin_head = git(
+        repo, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", ok_codes=(0, 1), env=env
+    )
     if origin_head.returncode == 0:
         candidates.append(origin_head.stdout.decode().strip())
     candidates += ["@{upstream}", "origin/main", "origin/master", "main", "master"]
@@ -118,83 +127,102 @@ def _upstream_candidates(repo: Path) -> list[str]:
 
 
 @contextmanager
-def worktree(repo: Path, sha: str) -> Iterator[Path]:
+def worktree(repo: Path, sha: str, *, env: Mapping[str, str] = _ISOLATED) -> Iterator[Path]:
     """A temporary detached worktree at `sha`, removed afterwards whatever happens."""
     parent = Path(tempfile.mkdtemp(prefix="reviewer-side-"))
     path = parent / "tree"
     try:
-        git(repo, "worktree", "add", "--detach", "--quiet", str(path), sha)
+        git(repo, "worktree", "add", "--detach", "--quiet", str(path), sha, env=env)
         yield path
     finally:
-        git(repo, "worktree", "remove", "--force", str(path), ok_codes=(0, 128))
+        git(repo, "worktree", "remove", "--force", str(path), ok_codes=(0, 128), env=env)
         shutil.rmtree(parent, ignore_errors=True)
-        git(repo, "worktree", "prune", ok_codes=(0, 128))
+        git(repo, "worktree", "prune", ok_codes=(0, 128), env=env)
 
 
-def merge_commit(repo: Path, base: str, head: str) -> str | None:
+def merge_commit(
+    repo: Path, base: str, head: str, *, env: Mapping[str, str] = _ISOLATED
+) -> str | None:
     """`head` merged into `base`, as GitHub's merge ref holds it; None on conflicts."""
-    merged = git(repo, "merge-tree", "--write-tree", base, head, ok_codes=(0, 1))
+    merged = git(repo, "merge-tree", "--write-tree", base, head, ok_codes=(0, 1), env=env)
     if merged.returncode == 1:
         return None
     tree = merged.stdout.decode().split()[0]
     command = proc.Command(
         proc.argv("git", "-C", repo, "commit-tree", tree, "-p", base, "-p", head, "-m", "merge"),
-        env=_MERGE_ENV,
+        env={**env, **_MERGE_ENV},
     )
     return proc.run(command).stdout.decode().strip()
 
 
 @contextmanager
-def git_sides(repo: Path, *, base: str | None, head: str | None, merge: bool) -> Iterator[Sides]:
+def git_sides(
+    repo: Path,
+    *,
+    base: str | None,
+    head: str | None,
+    merge: bool,
+    env: Mapping[str, str] = _ISOLATED,
+) -> Iterator[Sides]:
     """Check out base and head (or the merge result) for the duration of the block."""
-    top = toplevel(repo)
+    top = toplevel(repo, env=env)
     inner = repo.resolve().relative_to(top.resolve())
-    base_ref = base or f"merge base with {default_upstream(top)}"
-    base_sha = resolve(top, base) if base else default_base(top)
+    base_ref = base or f"merge base with {default_upstream(top, env=env)}"
+    base_sha = resolve(top, base, env=env) if base else default_base(top, env=env)
     warnings: list[str] = []
     with ExitStack() as stack:
-        base_root = stack.enter_context(worktree(top, base_sha))
-        head_side = _head_side(stack, top, inner, head)
+        base_root = stack.enter_context(worktree(top, base_sha, env=env))
+        head_side = _head_side(stack, top, inner, head, env)
         if merge:
-            head_side, warning = _merged_side(stack, top, inner, base_sha, head_side)
+            head_side, warning = _merged_side(stack, top, inner, base_sha, head_side, env)
             warnings += [warning] if warning else []
         base_side = Side("base", base_root / inner, base_ref, base_sha)
         yield Sides(base=base_side, head=head_side, warnings=tuple(warnings))
 
 
-def _head_side(stack: ExitStack, top: Path, inner: Path, head: str | None) -> Side:
+def _head_side(
+    stack: ExitStack, top: Path, inner: Path, head: str | None, env: Mapping[str, str]
+) -> Side:
     if head is None:
         root = top / inner
-        return Side("head", root, "working tree", None, _branch(top), ignored_paths(root))
-    sha = resolve(top, head)
-    return Side("head", stack.enter_context(worktree(top, sha)) / inner, head, sha)
+        branch = _branch(top, env)
+        return Side("head", root, "working tree", None, branch, ignored_paths(root, env=env))
+    sha = resolve(top, head, env=env)
+    return Side("head", stack.enter_context(worktree(top, sha, env=env)) / inner, head, sha)
 
 
-def ignored_paths(root: Path) -> tuple[str, ...]:
+def ignored_paths(root: Path, *, env: Mapping[str, str] = _ISOLATED) -> tuple[str, ...]:
     """Untracked files and directories under `root` that .gitignore (or info/exclude) hides."""
     listed = git(
-        root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+        root,
+        "ls-files",
+        "-z",
+        "--others",
+        "--ignored",
+        "--exclude-standard",
+        "--directory",
+        env=env,
     )
     return tuple(sorted(name for name in listed.stdout.decode().split("\0") if name))
 
 
-def _branch(top: Path) -> str | None:
-    found = git(top, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1, 128))
+def _branch(top: Path, env: Mapping[str, str]) -> str | None:
+    found = git(top, "symbolic-ref", "--quiet", "--short", "HEAD", ok_codes=(0, 1, 128), env=env)
     return found.stdout.decode().strip() or None if found.returncode == 0 else None
 
 
 def _merged_side(
-    stack: ExitStack, top: Path, inner: Path, base_sha: str, head: Side
+    stack: ExitStack, top: Path, inner: Path, base_sha: str, head: Side, env: Mapping[str, str]
 ) -> tuple[Side, str | None]:
-    head_sha = head.sha or resolve(top, "HEAD")
-    merged = merge_commit(top, base_sha, head_sha)
+    head_sha = head.sha or resolve(top, "HEAD", env=env)
+    merged = merge_commit(top, base_sha, head_sha, env=env)
     if merged is None:
         warning = (
             f"head ({head.ref}) does not merge cleanly into base; showing head alone "
             "instead of the merge result"
         )
         return head, warning
-    root = stack.enter_context(worktree(top, merged)) / inner
+    root = stack.enter_context(worktree(top, merged, env=env)) / inner
     return Side("head", root, f"merge of {head.ref} into base", merged), None
 
 

@@ -34,6 +34,7 @@ from reviewer.diff.options import DifferChoice, resolve_differ
 from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.marker_keys import local_marker_key, shared_marker_key
+from reviewer.proc import Programs
 from reviewer.publish import CommentMode, StatusKind
 from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore, default_render_cache_dir
 from reviewer.side import Selection, Shard, SideOptions
@@ -97,6 +98,11 @@ class Edge:
     console: Console
 
     @property
+    def programs(self) -> Programs:
+        """What of the environment each external program (sops, git, kubectl) may see."""
+        return Programs.from_environment(self.env)
+
+    @property
     def in_ci(self) -> bool:
         """Running in CI, where clear-text secrets are refused."""
         return self.env.get("CI", "").lower() == "true" or "GITHUB_ACTIONS" in self.env
@@ -130,11 +136,17 @@ class SideFlags:
     config_file: str
     definitions: str | None
     templates: str | None
+    programs: Programs
 
     def options(self, repo: str, shard: Shard | None = None) -> SideOptions:
         """The side options for a checkout shown as `repo` in reproduction commands."""
         selection = Selection(clusters=self.clusters, deployments=self.deployments, shard=shard)
-        return SideOptions(selection=selection, display_root=repo, config_file=self.config_file)
+        return SideOptions(
+            selection=selection,
+            display_root=repo,
+            config_file=self.config_file,
+            programs=self.programs,
+        )
 
 
 def _side_flags(
@@ -180,6 +192,7 @@ def _side_flags(
         config_file=config_file,
         definitions=definitions,
         templates=templates,
+        programs=_edge_programs(),
     )
 
 
@@ -187,6 +200,12 @@ def _render_cache_dir(given: str | None, disabled: bool, environ: Mapping[str, s
     if disabled:
         return None
     return Path(given) if given else default_render_cache_dir(environ)
+
+
+def _edge_programs() -> Programs:
+    """What external programs may see, from the environment `main` read once."""
+    edge = click.get_current_context().find_object(Edge)
+    return edge.programs if edge is not None else Programs()
 
 
 _with_side_flags = _options_into(
@@ -521,6 +540,7 @@ def _release_args(
         deployment=deployment,
         release=release_name,
         secrets=_SECRETS_MODES[secrets],
+        programs=_edge_programs(),
     )
 
 

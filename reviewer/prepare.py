@@ -125,7 +125,7 @@ def prepare_sides(
             warn=unknown_filter,
         )
     renderer = TemplateRenderer(request.tooling.limits_with(config))
-    decoder = SopsDecoder(keyless=request.secrets)
+    decoder = SopsDecoder(keyless=request.secrets, programs=options.programs)
     rendered: list[SideRender] = []
     fast = request.fast_path and len(sources) == len(hierarchies) == 1
     with open_tooling(request.tooling, config) as tools:

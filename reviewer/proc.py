@@ -2,7 +2,9 @@
 
 A `Command` is data whose `str()` is a copy-pasteable shell line, so errors and
 reproduction hints show exactly what ran. Output shown in errors passes through
-a scrubber so secrets handed to a command never reach a message.
+a scrubber so secrets handed to a command never reach a message. A command sees only
+the environment it is given: what each program may see comes from `Programs`, which the
+edge (`cli.main`) builds from the environment once.
 """
 
 from __future__ import annotations
@@ -25,16 +27,15 @@ def _no_scrub(text: str) -> str:
 
 @dataclass(frozen=True)
 class Command:
-    """An external command: argv, working directory, extra environment, accepted exit codes.
+    """An external command: argv, working directory, environment, accepted exit codes.
 
-    `clear_env` runs it with `env` only, not on top of this process's environment.
+    `env` is the command's whole environment: nothing of this process's is inherited.
     """
 
     argv: tuple[str, ...]
     cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     ok_codes: tuple[int, ...] = (0,)
-    clear_env: bool = False
 
     def __str__(self) -> str:
         line = shlex.join(self.argv)
@@ -59,12 +60,11 @@ def run(
     show_output: bool = True,
 ) -> Completed:
     """Run `command`; raise `CommandError` (command, code, scrubbed streams) on a bad exit."""
-    env = dict(command.env) if command.clear_env else {**os.environ, **command.env}
     try:
         done = subprocess.run(
             list(command.argv),
             cwd=command.cwd,
-            env=env,
+            env=dict(command.env),
             input=stdin,
             capture_output=True,
             timeout=timeout,
@@ -99,6 +99,87 @@ def _indent(text: str, limit: int = 4000) -> str:
     if len(text) > limit:
         text = text[:limit] + "\n[... output truncated]"
     return "\n".join("    " + line for line in text.splitlines())
+
+
+# Variables sops and its key services read: age and PGP keys, and the cloud KMS clients'
+# credentials (AWS, GCP, Azure, Vault); proxies and CA bundles for reaching those services.
+_SOPS_PREFIXES = ("SOPS_", "AWS_", "GOOGLE_", "CLOUDSDK_", "AZURE_", "VAULT_", "GNUPG", "GPG_")
+_SOPS_NAMES = frozenset(
+    {
+        "XDG_CONFIG_HOME",
+        "IDENTITY_ENDPOINT",
+        "IDENTITY_HEADER",
+        "MSI_ENDPOINT",
+        "MSI_SECRET",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        *(
+            name
+            for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+            for name in (proxy, proxy.lower())
+        ),
+    }
+)
+# Where git finds the user's and the system's configuration (safe.directory, which CI
+# container jobs set globally); GIT_DIR and the like are left out: `-C` names the repository.
+_GIT_PREFIXES = ("GIT_CONFIG_",)
+_GIT_NAMES = frozenset(
+    {"XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"}
+)
+_OVERRIDES = ("REVIEWER_SOPS", "REVIEWER_KUBECTL", "REVIEWER_BWRAP")
+
+
+@dataclass(frozen=True)
+class Programs:
+    """What of this process's environment each external program may see, read at the edge.
+
+    The default sees nothing: programs are looked up on the system's default PATH only.
+    """
+
+    search_path: str = os.defpath
+    home: str | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    """`$REVIEWER_SOPS`, `$REVIEWER_KUBECTL`, `$REVIEWER_BWRAP`: executables to use."""
+    sops_keys: Mapping[str, str] = field(default_factory=dict)
+    git_config: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Programs:
+        """The parts of `environ` programs need; the rest never reaches a child."""
+        return cls(
+            search_path=environ.get("PATH", os.defpath),
+            home=environ.get("HOME"),
+            overrides={name: environ[name] for name in _OVERRIDES if name in environ},
+            sops_keys=_picked(environ, _SOPS_PREFIXES, _SOPS_NAMES),
+            git_config=_picked(environ, _GIT_PREFIXES, _GIT_NAMES),
+        )
+
+    def lookup(self) -> dict[str, str]:
+        """What executables are found with: PATH and the `$REVIEWER_*` overrides."""
+        return {"PATH": self.search_path, **self.overrides}
+
+    def plain(self) -> dict[str, str]:
+        """The environment of a program that needs none of the user's settings (dyff)."""
+        return {"PATH": self.search_path}
+
+    def sops(self) -> dict[str, str]:
+        """sops's environment: its keys, the KMS credentials, HOME for their default files."""
+        return {**self.plain(), **self._home(), **self.sops_keys}
+
+    def git(self) -> dict[str, str]:
+        """git's environment: HOME and the configuration variables, nothing else."""
+        return {**self.plain(), **self._home(), **self.git_config}
+
+    def _home(self) -> dict[str, str]:
+        return {"HOME": self.home} if self.home is not None else {}
+
+
+def _picked(
+    environ: Mapping[str, str], prefixes: tuple[str, ...], names: frozenset[str]
+) -> dict[str, str]:
+    return {
+        name: value for name, value in environ.items() if name in names or name.startswith(prefixes)
+    }
 
 
 def argv(*parts: str | Path) -> tuple[str, ...]:

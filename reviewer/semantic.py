@@ -233,7 +233,9 @@ def dyff_between(before: str, after: str, *, timeout: float = 60.0) -> str:
         base, head = FilePath(tmp, "base.yaml"), FilePath(tmp, "head.yaml")
         base.write_text(before, encoding="utf-8")
         head.write_text(after, encoding="utf-8")
-        argv = proc.argv("dyff", "between", "--omit-header", "--set-exit-code", base, head)
+        # The same executable `dyff_available` found; it runs with an empty environment.
+        found = shutil.which("dyff") or "dyff"
+        argv = proc.argv(found, "between", "--omit-header", "--set-exit-code", base, head)
         # Exit 1 means "differences found"; 255 (error) raises CommandError. The
         # documents are not echoed into the error: an error message must never carry values.
         command = proc.Command(argv, ok_codes=(0, 1))

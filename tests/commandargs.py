@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 from reviewer.commands.diff import DiffArgs, ReportArgs
 from reviewer.console import Console
+from reviewer.proc import Programs
 from reviewer.side import SideOptions
 from reviewer.tooling import Tooling
 
@@ -32,7 +34,7 @@ def diff_args(
         head=None,
         merge=False,
         directories=None,
-        options=SideOptions(),
+        options=SideOptions(programs=Programs.from_environment(os.environ)),
         definitions=None,
         templates=None,
         report=ReportArgs(output_format=output_format, differ="builtin", pager=False),

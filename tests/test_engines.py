@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agekeys import sops_decoder
 from chartrepo import ChartRepository, write_chart
 from conftest import DUMP_CHART
 from test_manifests import SEPARATOR_CHART
@@ -28,7 +29,7 @@ from reviewer.engine import (
 from reviewer.errors import RenderError, ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.side import SideOptions, plan_side
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sops import KeylessMode
 from reviewer.templates import ChartRef
 from reviewer.workers import manifests
 
@@ -153,7 +154,7 @@ def test_engines_agree_on_the_example_fleet(
     engines: tuple[EmbeddedEngine, BinaryEngine],
 ) -> None:
     # Keyless placeholders stand in for the SOPS values: the engines see identical inputs.
-    secrets = SopsDecoder(keyless=KeylessMode.ALWAYS)
+    secrets = sops_decoder(keyless=KeylessMode.ALWAYS)
     plan = plan_side(EXAMPLE, options=SideOptions(), renderer=TemplateRenderer(), secrets=secrets)
     assert len(plan.releases) == 29 and not plan.errors
     for release in plan.releases:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from agekeys import sops_decoder
 from conftest import Repo, release
 
 from reviewer.model import Snapshot
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sops import KeylessMode
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 
@@ -17,7 +18,7 @@ EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 def snapshot(monkeypatch: pytest.MonkeyPatch) -> Snapshot:
     """The example rendered with its public demo key (secrets decrypted, not redacted)."""
     monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
-    return Repo(EXAMPLE).render(secrets=SopsDecoder(keyless=KeylessMode.NEVER))
+    return Repo(EXAMPLE).render(secrets=sops_decoder(keyless=KeylessMode.NEVER))
 
 
 def test_example_fleet_renders_every_release(snapshot: Snapshot) -> None:

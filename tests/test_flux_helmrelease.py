@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import AgeIdentity, encrypt, sops_decoder
 from chartrepo import ChartRepository, package
 from conftest import Repo
 from flux_repo import (
@@ -35,7 +35,7 @@ from reviewer.helmreleases.planner import (
 )
 from reviewer.model import ReleaseId
 from reviewer.redact import Redactor, replacement_map
-from reviewer.sops import STRING_PLACEHOLDER, KeylessMode, SopsDecoder
+from reviewer.sops import STRING_PLACEHOLDER, KeylessMode
 from reviewer.values import NoSecrets
 
 # --- release names ---------------------------------------------------------------------
@@ -631,7 +631,7 @@ def test_sops_secret_values_are_decrypted_and_their_twin_redacted(
     flux: Repo, charts: ChartRepository, age_key: AgeIdentity
 ) -> None:
     sops_secret_release(flux, age_key, charts.url)
-    decoder = SopsDecoder()
+    decoder = sops_decoder()
     real = plan(flux, secrets=decoder, decoder=decoder)
     twin = plan(flux, secrets=decoder, decoder=decoder, twin=True)
     assert real.releases[0].values == {
@@ -657,7 +657,7 @@ def test_keyless_sops_secrets_render_with_placeholders(
     flux: Repo, charts: ChartRepository, age_key: AgeIdentity
 ) -> None:
     sops_secret_release(flux, age_key, charts.url)
-    decoder = SopsDecoder(keyless=KeylessMode.ALWAYS)
+    decoder = sops_decoder(keyless=KeylessMode.ALWAYS)
     planned = plan(flux, secrets=decoder, decoder=decoder)
     assert planned.releases[0].values == {
         "db": {"host": "db.internal", "password": STRING_PLACEHOLDER}

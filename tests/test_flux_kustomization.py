@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import AgeIdentity, encrypt, sops_decoder
 
 from reviewer import yamlio
 from reviewer.errors import ConfigError
-from reviewer.sops import SopsDecoder
 from reviewer.sources import flux_kustomization as fks
 from reviewer.sources import flux_kustomization_spec as fkspec
 
@@ -251,11 +250,11 @@ def test_sops_secret_in_the_tree_is_decrypted_for_rendering(
     with pytest.raises(ConfigError, match="decryption is required"):
         build(kustomization(spec), tmp_path, lookup=lookup_in([]))
     ks = kustomization({**spec, "decryption": {"provider": "sops"}})
-    built = build(ks, tmp_path, lookup=lookup_in([]), decryptor=SopsDecoder())
+    built = build(ks, tmp_path, lookup=lookup_in([]), decryptor=sops_decoder())
     db = by_name(built, "db")
     assert "sops" not in db
     replacements = fks.build(
-        ks, tmp_path, lookup=lookup_in([]), decryptor=SopsDecoder()
+        ks, tmp_path, lookup=lookup_in([]), decryptor=sops_decoder()
     ).replacements
     # The decrypted value is in the redaction map, so no output can show it.
     assert {"s3cr3t-${cluster_name}", "s3cr3t-prod"} <= replacements.keys()

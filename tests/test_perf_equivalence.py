@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agekeys import sops_decoder
 from conftest import GitRepo, Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,7 +24,7 @@ from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.plan import ReleasePlan
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sops import KeylessMode
 from reviewer.values import ValuesLoader
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
@@ -143,7 +144,7 @@ def test_rendered_objects_are_written_directly_and_identically(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
-    snapshot = Repo(EXAMPLE).render(secrets=SopsDecoder(keyless=KeylessMode.NEVER))
+    snapshot = Repo(EXAMPLE).render(secrets=sops_decoder(keyless=KeylessMode.NEVER))
     bodies = [resource.body for release in snapshot.releases for resource in release.resources]
     assert len(bodies) > 50
     written = [yamlemit.block_yaml(body, yamlio._spell) for body in bodies]

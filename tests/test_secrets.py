@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import AgeIdentity, encrypt, sops_decoder
 from conftest import GitRepo, Repo, received_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sops import KeylessMode
 
 SECRET_CHART = {
     "Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n",
@@ -90,7 +90,7 @@ def test_sops_at_every_level_with_design_precedence(repo: Repo, age_key: AgeIden
         sops_file(repo, path, {"winner": level, level: f"{level}-secret"}, age_key)
 
     def values() -> dict[str, Any]:
-        return received_values(repo.render(secrets=SopsDecoder()), "g/c", "d", "app")
+        return received_values(repo.render(secrets=sops_decoder()), "g/c", "d", "app")
 
     got = values()
     assert got["winner"] == "deployment"
@@ -118,7 +118,7 @@ def test_plain_yaml_beats_sops_within_a_level(repo: Repo, age_key: AgeIdentity) 
     repo.write("deployments/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
     sops_file(repo, "deployments/c/cluster.values.sops.yaml", {"a": "sops", "b": "sops"}, age_key)
     repo.write("deployments/c/cluster.values.yaml", "a: yaml\n")
-    got = received_values(repo.render(secrets=SopsDecoder()), "c", "d", "app")
+    got = received_values(repo.render(secrets=sops_decoder()), "c", "d", "app")
     assert (got["a"], got["b"]) == ("yaml", "sops")
 
 
@@ -232,7 +232,7 @@ def test_example_fleet_keyless_and_decrypted(
         main(["render", str(example), "--out", str(tmp_path / "real"), "--secrets", "decrypt"])
     assert done.value.code == ExitStatus.OK
     real = "".join(p.read_text() for p in (tmp_path / "real").rglob("*.yaml"))
-    decoder = SopsDecoder(keyless=KeylessMode.NEVER)
+    decoder = sops_decoder(keyless=KeylessMode.NEVER)
     plain = [
         leaf
         for path in example.rglob("*.sops.yaml")

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import AgeIdentity, encrypt, sops_decoder
 from conftest import Repo, received_values
 
 from reviewer.errors import ReviewerError
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, Snapshot
 from reviewer.prepare import SideRequest, prepare_sides
+from reviewer.proc import Programs
 from reviewer.redact import LeakError
 from reviewer.side import Selection, SideOptions, render_side
-from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling, open_tooling
 
 PASSWORD = "hunter2-Sup3r-base"
@@ -56,7 +58,9 @@ def text_of(snapshot: Snapshot) -> str:
 
 def request(tmp_path: Path, selection: Selection | None = None) -> SideRequest:
     """Render with a chart cache under `tmp_path`, every release or those selected."""
-    options = SideOptions(selection=selection or Selection())
+    options = SideOptions(
+        selection=selection or Selection(), programs=Programs.from_environment(os.environ)
+    )
     return SideRequest(options=options, tooling=Tooling(cache_dir=tmp_path / "chart-cache"))
 
 
@@ -70,7 +74,7 @@ def test_render_side_keeps_real_values_and_redacted_plans_apart(
             options=SideOptions(),
             tools=tools,
             renderer=TemplateRenderer(),
-            secrets=SopsDecoder(),
+            secrets=sops_decoder(),
         )
     assert received_values(side.snapshot, "a", "web", "app")["password"] == PASSWORD
     shown = side.plans[ReleaseId("a", "web", "app")].values["password"]

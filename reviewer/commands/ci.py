@@ -316,14 +316,19 @@ def _render(
     args: CiArgs, target: Target, console: Console, env: Mapping[str, str]
 ) -> tuple[RenderedPair, Commits, Console]:
     """Both sides rendered here (and saved when asked); the console then carries the guard."""
-    top = toplevel(args.repo)
-    commits = pick_commits(top, head=args.head, bases=target.bases, pr_head=target.pr_head)
+    git_env = args.options.programs.git()
+    top = toplevel(args.repo, env=git_env)
+    commits = pick_commits(
+        top, head=args.head, bases=target.bases, pr_head=target.pr_head, env=git_env
+    )
     repo = fleet_root(args.repo, diff_cmd.markers(args.options.config_file, args.definitions))
     inner = repo.resolve().relative_to(top.resolve())
     if args.shard is not None:
         console.info(f"shard {args.shard.index}/{args.shard.total}: rendering its clusters only")
     marker_key = shared_marker_key(env, warn=console.warn)
-    sides = pr_sides(top, inner, commits, number=target.number, base_label=target.base_label)
+    sides = pr_sides(
+        top, inner, commits, number=target.number, base_label=target.base_label, env=git_env
+    )
     with sides as pr:
         for warning in pr.warnings:
             console.warn(f"warning: {warning}")

@@ -97,7 +97,10 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
         pair, guard = _render(directory_sides(*args.directories), args, console)
     else:
         repo = fleet_root(args.repo, markers(args.options.config_file, args.definitions))
-        with git_sides(repo, base=args.base, head=args.head, merge=args.merge) as sides:
+        git_env = args.options.programs.git()
+        with git_sides(
+            repo, base=args.base, head=args.head, merge=args.merge, env=git_env
+        ) as sides:
             _note_new_settings(sides, args.options.config_file, console)
             pair, guard = _render(sides, args, console)
     console = console.guarded(guard.check)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId
 from reviewer.paths import inside
 from reviewer.plan import Plan, ReleasePlan
+from reviewer.proc import Programs
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
 from reviewer.side import (
@@ -45,6 +46,7 @@ class ReleaseArgs:
     deployment: str
     release: str
     secrets: KeylessMode = KeylessMode.FALLBACK
+    programs: Programs = field(default_factory=Programs)
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,9 @@ def locate(args: ReleaseArgs, console: Console) -> Located | ObjectSet:
         selection=Selection(clusters=(args.cluster,), deployments=(args.deployment,)),
         display_root=str(args.repo),
         sources=sources,
+        programs=args.programs,
     )
-    decoder = SopsDecoder(keyless=args.secrets)
+    decoder = SopsDecoder(keyless=args.secrets, programs=args.programs)
     planned = plan_twins(args.repo, options=options, renderer=TemplateRenderer(), secrets=decoder)
     redactor = Redactor(planned.replacements)
     for error in planned.twin.errors:

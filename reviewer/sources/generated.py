@@ -16,7 +16,7 @@ import posixpath
 import shlex
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -65,7 +65,8 @@ class Generated:
             out = Path(scratch, "out")
             out.mkdir()
             try:
-                run(self, checkout=context.root, out=out)
+                bwrap = find_bwrap(context.programs.lookup())
+                run(self, checkout=context.root, out=out, bwrap=bwrap)
             except ReviewerError as error:
                 reproduce = f"(cd {shlex.quote(self.workdir)} && {shlex.join(self.command)})"
                 # The whole source fails (`*/*`): its object sets are unknown on this side.
@@ -120,10 +121,13 @@ def _positive(value: object, at: decoding.Field) -> int:
 # --- the sandbox ----------------------------------------------------------------------
 
 
-def find_bwrap() -> Path:
-    """The bubblewrap executable (`$REVIEWER_BWRAP`, else `bwrap` on PATH)."""
-    name = os.environ.get(BWRAP_ENV, "").strip() or "bwrap"
-    found = shutil.which(name)
+def find_bwrap(environ: Mapping[str, str]) -> Path:
+    """The bubblewrap executable (`$REVIEWER_BWRAP`, else `bwrap` on PATH).
+
+    `environ` holds PATH and the override (`Programs.lookup()`), never this process's own.
+    """
+    name = environ.get(BWRAP_ENV, "").strip() or "bwrap"
+    found = shutil.which(name, path=environ.get("PATH", os.defpath))
     if found is None:
         raise RenderError(
             "generated sources need bubblewrap (bwrap), not found", hint=_INSTALL_HINT
@@ -152,7 +156,7 @@ def sandbox_argv(bwrap: Path, *, checkout: Path, out: Path, workdir: str) -> lis
 def probe(bwrap: Path, *, checkout: Path, out: Path) -> None:
     """Fail closed when the sandbox cannot start here (e.g. no user namespaces)."""
     argv = [*sandbox_argv(bwrap, checkout=checkout, out=out, workdir="."), "--", "/usr/bin/true"]
-    command = proc.Command(tuple(argv), env={"PATH": _SANDBOX_PATH}, clear_env=True)
+    command = proc.Command(tuple(argv), env={"PATH": _SANDBOX_PATH})
     try:
         proc.run(command, timeout=30, show_output=False)
     except CommandError:
@@ -164,9 +168,8 @@ def probe(bwrap: Path, *, checkout: Path, out: Path) -> None:
         ) from None
 
 
-def run(generator: Generated, *, checkout: Path, out: Path) -> None:
-    """Run the generator in the sandbox; a failure is a `RenderError` with its last lines."""
-    bwrap = find_bwrap()
+def run(generator: Generated, *, checkout: Path, out: Path, bwrap: Path) -> None:
+    """Run the generator in `bwrap`'s sandbox; a failure is a `RenderError` with its last lines."""
     probe(bwrap, checkout=checkout, out=out)
     memory = generator.memory_mib * 1024 * 1024
     limits = ["/usr/bin/prlimit", f"--as={memory}", f"--cpu={generator.timeout_seconds}", "--"]
@@ -174,7 +177,6 @@ def run(generator: Generated, *, checkout: Path, out: Path) -> None:
     command = proc.Command(
         (*argv, "--", *limits, *generator.command),
         env={"PATH": _SANDBOX_PATH},
-        clear_env=True,
         ok_codes=tuple(range(-64, 256)),
     )
     try:

@@ -222,7 +222,10 @@ def _kustomization(
     unit: _Unit, context: PlanContext, replacements: dict[str, str]
 ) -> tuple[Resource, ...]:
     output = kustomize.build(
-        context.root, context.root / unit.path, timeout=context.kustomize_timeout
+        context.root,
+        context.root / unit.path,
+        timeout=context.kustomize_timeout,
+        kubectl=kustomize.find_kubectl(context.programs.lookup()),
     )
     documents = yamlio.load_documents(output, source=unit.path, cache=False)
     resources: list[Resource] = []

@@ -9,7 +9,7 @@ object sets it built itself (`Plan.objects`), each under a `ReleaseId`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from reviewer import decode
 from reviewer.discover import Cluster, DeploymentDir
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan import Plan
+from reviewer.proc import Programs
 from reviewer.sops import SopsDecoder
 from reviewer.values import SecretsLoader
 
@@ -48,6 +49,8 @@ class PlanContext:
     twin: bool = False
     """The redacted twin plan: only Helm values matter, object sets are not built again."""
     kustomize_timeout: float = 120.0
+    programs: Programs = field(default_factory=Programs)
+    """Where kubectl and bwrap are found (the edge's `$REVIEWER_*` overrides and PATH)."""
 
 
 COMMON_FIELDS = ("name", "kind", "paths")

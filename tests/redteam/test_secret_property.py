@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from agekeys import encrypt
+from agekeys import encrypt, sops_decoder
 from conftest import Repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -132,7 +132,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
             name="values.sops.yaml",
         )
         tools = stack.enter_context(open_tooling(Tooling()))
-        yield Bench(repo.root, tools, SopsDecoder())
+        yield Bench(repo.root, tools, sops_decoder())
 
 
 @settings(
