@@ -184,7 +184,7 @@ def _dumper(*, pure: bool) -> YAML:
     yaml.allow_unicode = True
     yaml.width = 4096
     # Keep the order normalize() chose instead of ruamel's alphabetical default.
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    yaml.representer.sort_base_mapping_type_on_output = False
     yaml.representer.add_representer(str, _represent_str)
     return yaml
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 import functools
 import http.client as http_client
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from http.client import HTTPMessage
 from typing import IO, Any
 
@@ -58,17 +58,43 @@ class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
         return new
 
 
-def _guarded(
-    factory: type[http_client.HTTPConnection], policy: NetworkPolicy
-) -> Callable[..., http_client.HTTPConnection]:
-    """A connection class whose every connect checks the address against `policy`."""
+class _CheckedHttp(http_client.HTTPConnection):
+    """Plain HTTP to an address `policy` allowed, resolved and checked when connecting."""
 
-    def make(host: str, **kwargs: Any) -> http_client.HTTPConnection:
-        connection = factory(host, **kwargs)
-        connection._create_connection = functools.partial(connect, policy)  # type: ignore[attr-defined]
-        return connection
+    def __init__(self, host: str, *, policy: NetworkPolicy, timeout: float | None) -> None:
+        super().__init__(host, timeout=timeout)
+        self.policy = policy
 
-    return make
+    def connect(self) -> None:
+        """Connect to the checked address itself: the name is not resolved a second time."""
+        self.sock = connect(self.policy, (self.host, self.port), self.timeout)
+
+
+class _CheckedHttps(http_client.HTTPSConnection):
+    """HTTPS to a checked address; the certificate and SNI are those of the URL's host."""
+
+    def __init__(
+        self, host: str, *, policy: NetworkPolicy, tls: ssl.SSLContext, timeout: float | None
+    ) -> None:
+        super().__init__(host, timeout=timeout, context=tls)
+        self.policy = policy
+        self.tls = tls
+
+    def connect(self) -> None:
+        """Connect to the checked address, then verify TLS against the host name."""
+        checked = connect(self.policy, (self.host, self.port), self.timeout)
+        try:
+            self.sock = self.tls.wrap_socket(checked, server_hostname=self.host)
+        except BaseException:
+            checked.close()
+            raise
+
+
+def _tls() -> ssl.SSLContext:
+    """The system's trust store with hostname checks, as urllib's default HTTPS handler."""
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 class _GuardedHttp(urllib.request.HTTPHandler):
@@ -77,7 +103,10 @@ class _GuardedHttp(urllib.request.HTTPHandler):
         self._policy = policy
 
     def http_open(self, req: urllib.request.Request) -> http_client.HTTPResponse:
-        return self.do_open(_guarded(http_client.HTTPConnection, self._policy), req)
+        def checked(host: str, **options: Any) -> http_client.HTTPConnection:
+            return _CheckedHttp(host, policy=self._policy, timeout=options.get("timeout"))
+
+        return self.do_open(checked, req)
 
 
 class _GuardedHttps(urllib.request.HTTPSHandler):
@@ -86,7 +115,13 @@ class _GuardedHttps(urllib.request.HTTPSHandler):
         self._policy = policy
 
     def https_open(self, req: urllib.request.Request) -> http_client.HTTPResponse:
-        return self.do_open(_guarded(http_client.HTTPSConnection, self._policy), req)
+        tls = _tls()  # per request: the trust store as it is now
+
+        def checked(host: str, **options: Any) -> http_client.HTTPConnection:
+            timeout = options.get("timeout")
+            return _CheckedHttps(host, policy=self._policy, tls=tls, timeout=timeout)
+
+        return self.do_open(checked, req)
 
 
 @functools.lru_cache(maxsize=8)
