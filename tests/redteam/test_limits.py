@@ -46,11 +46,17 @@ def test_endless_loop_is_stopped_at_the_time_limit(repo: Repo) -> None:
 
 
 def test_huge_allocation_is_stopped_at_the_memory_or_output_limit(repo: Repo) -> None:
-    hostile = 'a: {{ "x" | repeat 400000000 }}\n'
-    snapshot = _render(_two_releases(repo, hostile), LimitFlags(memory_mib=1024, output_mib=8))
+    # The cap is the child's whole address space, and the Go runtime alone reserves well
+    # over 1 GiB of it: a cap near that left the good release no room for one more thread
+    # or heap arena when the machine was busy. 4 GiB is twice the default every other
+    # render of the suite runs under; 40 GB can never fit, so the hostile release dies
+    # at its first allocation instead of first writing hundreds of megabytes.
+    hostile = 'a: {{ "x" | repeat 40000000000 }}\n'
+    snapshot = _render(_two_releases(repo, hostile), LimitFlags(memory_mib=4096, output_mib=8))
     errors = _by_name(snapshot)
     assert errors["good"] is None
     assert "limit" in (errors["bad"] or "")
+    assert "memory limit of 4096 MiB" in (errors["bad"] or "")
 
 
 def test_output_limit(repo: Repo) -> None:
