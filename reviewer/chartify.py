@@ -16,6 +16,7 @@ from pathlib import Path
 
 from reviewer import kustomize, kustomize_check, yamlio
 from reviewer.errors import ConfigError
+from reviewer.proc import Programs
 
 DEFAULT_CHART_VERSION = "1.0.0"
 KUSTOMIZED_MANIFEST = "kustomized.yaml"
@@ -35,13 +36,14 @@ def chartify(
     namespace: str | None = None,
     chart_version: str = DEFAULT_CHART_VERSION,
     timeout: float = kustomize.DEFAULT_TIMEOUT,
-    kubectl: Path | None = None,
+    programs: Programs | None = None,
 ) -> Path:
     """Write a chart for `directory` (inside `root`) under `work_dir`; return its path.
 
     With a kustomization the build output is the chart's one manifest; otherwise
     every `.yaml`/`.yml` file below `directory` is one, and `namespace` (if given)
-    is set on objects that have none, as helmfile does for plain manifests.
+    is set on objects that have none, as helmfile does for plain manifests. `programs`
+    says where kubectl is found (default: the pinned one).
     """
     real_root = Path(os.path.realpath(root))
     where = _display(real_root, directory)
@@ -53,6 +55,7 @@ def chartify(
     files = chart / "files" / "templates"
     files.mkdir(parents=True)
     if kustomize_check.find_kustomization(directory) is not None:
+        kubectl = kustomize.find_kubectl((programs or Programs()).lookup())
         built = kustomize.build(real_root, directory, timeout=timeout, kubectl=kubectl)
         (files / KUSTOMIZED_MANIFEST).write_text(built, encoding="utf-8")
     else:

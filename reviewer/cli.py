@@ -136,7 +136,6 @@ class SideFlags:
     config_file: str
     definitions: str | None
     templates: str | None
-    programs: Programs
 
     def options(self, repo: str, shard: Shard | None = None) -> SideOptions:
         """The side options for a checkout shown as `repo` in reproduction commands."""
@@ -145,7 +144,7 @@ class SideFlags:
             selection=selection,
             display_root=repo,
             config_file=self.config_file,
-            programs=self.programs,
+            programs=self.tooling.programs,
         )
 
 
@@ -183,6 +182,7 @@ def _side_flags(
         allow_loopback=allow_loopback_charts,
         render_cache=_render_cache_dir(render_cache, no_render_cache, environ),
         render_cache_mib=render_cache_size,
+        programs=_edge_programs(),
     )
     return SideFlags(
         clusters=clusters,
@@ -192,7 +192,6 @@ def _side_flags(
         config_file=config_file,
         definitions=definitions,
         templates=templates,
-        programs=_edge_programs(),
     )
 
 

@@ -24,6 +24,7 @@ from reviewer.engine import RenderRequest
 from reviewer.errors import ReviewerError
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource, Snapshot
 from reviewer.plan import Plan, PlanError, ReleasePlan
+from reviewer.proc import Programs
 from reviewer.render_cache import RenderStore
 from reviewer.workers import Outcome, Pool
 
@@ -53,6 +54,8 @@ class RenderCache:
     """Outcomes read from `store` instead of rendered."""
     stored: int = 0
     """Outcomes written to `store`."""
+    programs: Programs = field(default_factory=Programs)
+    """Where kubectl is found for directories made into charts (from the edge)."""
     _scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def scratch(self) -> str:
@@ -259,6 +262,7 @@ def _chartified(
             work_dir=Path(tempfile.mkdtemp(dir=cache.scratch())),
             release_name=release.id.release,
             namespace=release.namespace,
+            programs=cache.programs,
         )
         cache.chartified[key] = found
     return ResolvedChart(found, chart.source, chart.name, chart.version, chart.digest)

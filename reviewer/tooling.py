@@ -12,6 +12,7 @@ from reviewer.charts import ChartFetcher, Credentials
 from reviewer.config import RepoConfig
 from reviewer.engine import make_engine
 from reviewer.limits import LimitFlags, Limits
+from reviewer.proc import Programs
 from reviewer.render import RenderCache
 from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore
 from reviewer.sandbox import SandboxPool
@@ -36,6 +37,8 @@ class Tooling:
     """The persistent render cache (docs/cache.md); None: renders are kept for this run only."""
     render_cache_mib: int = DEFAULT_MAX_MIB
     """Its size bound, enforced when the run ends (least recently used entries go first)."""
+    programs: Programs = field(default_factory=Programs)
+    """What external programs may see of the environment (read at the edge)."""
 
     def limits_with(self, settings: RepoConfig) -> Limits:
         """The render limits: command line, else the base side's `.reviewer.yaml`."""
@@ -79,7 +82,7 @@ def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterat
                 policy=replace(settings.charts, allow_loopback=tooling.allow_loopback),
             ) as fetcher,
         ):
-            yield Tools(pool, fetcher, RenderCache(store=store))
+            yield Tools(pool, fetcher, RenderCache(store=store, programs=tooling.programs))
     finally:
         pool.close()
         engine.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reviewer import proc
+from reviewer.cli import main
 
 PACKAGE = Path(__file__).resolve().parent.parent / "reviewer"
 EDGE = PACKAGE / "cli.py"
@@ -90,3 +91,26 @@ def test_programs_keep_what_each_program_needs() -> None:
     assert programs.lookup() == {"PATH": "/opt/bin:/usr/bin", "REVIEWER_KUBECTL": "/opt/kubectl"}
     assert programs.plain() == {"PATH": "/opt/bin:/usr/bin"}
     assert proc.Programs().git() == {"PATH": os.defpath}
+
+
+def test_the_edge_hands_reviewer_kubectl_to_kustomize_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "my-kubectl"
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: built-by-fake}\n"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nprintf '{manifest}'\n", encoding="utf-8")
+    fake.chmod(0o755)
+    repo = tmp_path / "repo"
+    (repo / "apps/web").mkdir(parents=True)
+    (repo / "apps/web/kustomization.yaml").write_text("resources: [cm.yaml]\n")
+    (repo / "apps/web/cm.yaml").write_text(manifest)
+    (repo / ".reviewer.yaml").write_text(
+        "sources:\n  - {name: shop, kind: manifests, paths: [apps]}\n"
+    )
+    monkeypatch.setenv("REVIEWER_KUBECTL", str(fake))
+    with pytest.raises(SystemExit) as done:
+        main(["render", str(repo), "--out", str(tmp_path / "out")])
+    assert done.value.code == 0, capsys.readouterr().err
+    assert calls.read_text().split()[0] == "kustomize"
+    assert "built-by-fake" in "".join(p.read_text() for p in (tmp_path / "out").rglob("*.yaml"))
