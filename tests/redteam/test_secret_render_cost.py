@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import pytest
-from agekeys import encrypt
+from agekeys import encrypt, isolate_sops_key
 from conftest import Repo
-from redteam_support import BASE_TEMPLATE, CHART_YAML, isolate_sops_key
+from redteam_support import BASE_TEMPLATE, CHART_YAML
 
 from reviewer.prepare import SideRequest, prepare_sides
+from reviewer.proc import Programs
 from reviewer.render import RenderCache
-from reviewer.side import ProgressBar
+from reviewer.side import ProgressBar, SideOptions
 
 
 def engine_renders(root: Path) -> int:
@@ -22,7 +24,9 @@ def engine_renders(root: Path) -> int:
         caches.append(cache)
         return nullcontext(lambda total: nullcontext(lambda: None))
 
-    prepare_sides((root,), SideRequest(), config_root=root, marker_key=None, watch=watch)
+    # The environment as the CLI's edge hands it down: sops finds the test's key there.
+    request = SideRequest(options=SideOptions(programs=Programs.from_environment(os.environ)))
+    prepare_sides((root,), request, config_root=root, marker_key=None, watch=watch)
     (cache,) = caches
     return cache.rendered
 
