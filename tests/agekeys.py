@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reviewer import proc
 from reviewer.sops import KeylessMode, SopsDecoder, find_sops
 
@@ -127,3 +129,12 @@ def sops_decoder(
     """A decoder whose sops sees this test's environment, as `cli.main` hands it down."""
     programs = proc.Programs.from_environment(os.environ)
     return SopsDecoder(keyless=keyless, binary=binary, programs=programs)
+
+
+def isolate_sops_key(monkeypatch: pytest.MonkeyPatch, directory: Path) -> AgeIdentity:
+    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE; CI variables unset."""
+    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    identity = AgeIdentity.generate()
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(directory / "keys.txt")))
+    return identity

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agekeys import AgeIdentity, isolate_sops_key
 from github_api import TOKEN, FakeGitHub, User, load_spec
 
 from reviewer import yamlio
@@ -48,6 +49,14 @@ def _isolated_home(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+@pytest.fixture
+def age_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> AgeIdentity:
+    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE; CI variables unset."""
+    return isolate_sops_key(monkeypatch, tmp_path_factory.mktemp("age"))
 
 
 class Repo:

@@ -13,11 +13,14 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, NoReturn
 
 import helm_python
 import pytest
+from chartrepo import package, write_chart
 
 REGISTRY_COMMAND = "docker-registry"
 
@@ -128,3 +131,13 @@ class Registry:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("docker-registry did not start within 15 s")
+
+
+@contextmanager
+def registry_serving(work: Path, name: str, versions: Sequence[str]) -> Iterator[Registry]:
+    """A registry under `work` serving chart `name` at each of `versions` (oci://host/charts)."""
+    with Registry(work / "registry") as server:
+        chart = write_chart(work / "src", name, versions[0])
+        for version in versions:
+            server.push(package(chart, work / "pkg", version))
+        yield server

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from commandargs import diff_json
 from conftest import GitRepo, Repo, git, received_values, release
 from github_api import FakeGitHub, User
 from test_action import PR
@@ -104,15 +105,6 @@ def test_two_clones_at_different_paths_render_byte_identical_snapshots(
     assert (
         objects[0] == objects[1] == {k: v for k, v in outputs[0].items() if k.name != "index.json"}
     )
-
-
-def diff_json(repo: GitRepo, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
-    with pytest.raises(SystemExit) as done:
-        main(["diff", "--repo", str(repo.root), "--base", "main", "--format", "json", *extra])
-    out = capsys.readouterr().out
-    assert done.value.code == ExitStatus.OK, out
-    report: dict[str, object] = json.loads(out)
-    return report
 
 
 def changed(report: dict[str, object]) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from chartrepo import ChartRepository, package, write_chart
-from registry import Registry
+from registry import Registry, registry_serving
 
 from reviewer import charts
 from reviewer.charts import ChartError, ChartFetcher, Credentials, Login, select_version
@@ -100,11 +100,7 @@ def private_repo(tmp_path: Path, sources: Path) -> Iterator[ChartRepository]:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    work = tmp_path_factory.mktemp("oci")
-    with Registry(work / "registry") as server:
-        chart = write_chart(work / "src", "ocidemo", "1.0.0")
-        for version in VERSIONS:
-            server.push(package(chart, work / "pkg", version))
+    with registry_serving(tmp_path_factory.mktemp("oci"), "ocidemo", VERSIONS) as server:
         yield server
 
 

@@ -11,23 +11,14 @@ from pathlib import Path
 
 import pytest
 from agekeys import AgeIdentity, encrypt
+from commandargs import run_cli as run
 from conftest import GitRepo, git
 
-from reviewer.cli import main
 from reviewer.errors import ExitStatus
 
 APP = "apps: [{template: app}]\n"
 TWO_APPS = "apps: [{template: app, name: one}, {template: app, name: two}]\n"
 SECRETS = "deployments/prod/a/apps/web/values.sops.yaml"
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    captured = capsys.readouterr()
-    code = done.value.code
-    assert isinstance(code, int)
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

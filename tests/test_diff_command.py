@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from commandargs import run_cli
 from conftest import GitRepo, git
 
 from reviewer.cli import main
@@ -20,12 +21,7 @@ APP = "apps: [{template: app}]\n"
 
 
 def run_diff(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(["diff", *args])
-    captured = capsys.readouterr()
-    code = done.value.code
-    assert isinstance(code, int)
-    return code, captured.out, captured.err
+    return run_cli(["diff", *args], capsys)
 
 
 def json_diff(repo: GitRepo, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:

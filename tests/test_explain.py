@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from agekeys import AgeIdentity, encrypt
+from commandargs import diff_json
 from conftest import GitRepo, Repo
 from stages import ReleaseId, ReleaseStatus, plans_by_id
 
@@ -36,14 +37,6 @@ def fleet(git_repo: GitRepo) -> GitRepo:
     )
     git_repo.commit("fleet")
     return git_repo
-
-
-def diff_json(repo: GitRepo, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
-    with pytest.raises(SystemExit) as done:
-        main(["diff", "--repo", str(repo.root), "--base", "main", "--format", "json", *extra])
-    assert done.value.code == ExitStatus.OK
-    report: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return report
 
 
 def release(report: dict[str, Any], cluster: str) -> dict[str, Any]:

@@ -572,20 +572,6 @@ def test_the_same_helmrelease_twice_names_both_files(flux: Repo) -> None:
 # --- SOPS-encrypted Secrets -----------------------------------------------------------
 
 
-@pytest.fixture
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
-    )
-    return identity
-
-
 PASSWORD = "hunter2-correct-horse"
 DB_USER = "admin-from-sops"
 

@@ -50,19 +50,6 @@ FAILING = (
 )
 
 
-@pytest.fixture
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
-    )
-    return identity
-
-
 def settings(command: str, **options: Any) -> str:
     source = {"name": "gen", "kind": "generated", "command": ["sh", "-c", command], **options}
     return json.dumps({"sources": [source]}) + "\n"

@@ -33,19 +33,6 @@ def shop(tmp_path: Path) -> GitRepo:
     return repo
 
 
-@pytest.fixture
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
-    )
-    return identity
-
-
 def secret(password: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from commandargs import diff_json
 from conftest import GitRepo
 from test_engines import chart_dir, engines
 
 from reviewer.cli import main
 from reviewer.engine import BinaryEngine, EmbeddedEngine, RenderRequest
-from reviewer.errors import ExitStatus
 from reviewer.semantic import format_path, semantic_diff
 from reviewer.workers import manifests
 
@@ -74,14 +73,6 @@ def fleet(git_repo: GitRepo) -> GitRepo:
     git_repo.write("deployments/prod/prd-a/cluster.values.yaml", "replicas: 1\n")
     git_repo.commit("fleet")
     return git_repo
-
-
-def diff_json(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    with pytest.raises(SystemExit) as done:
-        main(["diff", "--repo", str(repo.root), "--base", "main", "--format", "json"])
-    assert done.value.code == ExitStatus.OK
-    report: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return report
 
 
 def regenerated(report: dict[str, Any]) -> set[tuple[str, str, bool]]:

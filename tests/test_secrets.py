@@ -44,17 +44,7 @@ SECRET_CHART = {
 }
 
 
-@pytest.fixture(autouse=True)
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    key_file = identity.write(tmp_path_factory.mktemp("age") / "keys.txt")
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(key_file))
-    return identity
+pytestmark = pytest.mark.usefixtures("age_key")
 
 
 def sops_file(repo: Repo, path: str, document: dict[str, Any], identity: AgeIdentity) -> None:

@@ -25,18 +25,7 @@ NEW_PASSWORD = "Corr3ct-Horse-head"
 APP = "apps: [{template: app}]\n"
 
 
-@pytest.fixture(autouse=True)
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "keys.txt"))
-    )
-    return identity
+pytestmark = pytest.mark.usefixtures("age_key")
 
 
 def fleet(root: Path, identity: AgeIdentity, password: str) -> Repo:

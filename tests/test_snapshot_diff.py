@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from commandargs import run_cli as run
 from conftest import Repo
 
-from reviewer.cli import main
 from reviewer.errors import ExitStatus
 
 SECRET_CHART = {
@@ -35,15 +35,6 @@ def fleet(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Repo:
             f"deployments/{cluster}/apps/auth/deployment.yaml", "apps: [{template: creds}]\n"
         )
     return repo
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    captured = capsys.readouterr()
-    code = done.value.code
-    assert isinstance(code, int)
-    return code, captured.out, captured.err
 
 
 def render(repo: Repo, out: Path, capsys: pytest.CaptureFixture[str]) -> Path:

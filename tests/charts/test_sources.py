@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chartrepo import ChartRepository, package, write_chart
-from registry import Registry
+from chartrepo import ChartRepository, write_chart
+from registry import Registry, registry_serving
 
 from reviewer.charts import (
     BAD_CREDENTIALS,
@@ -44,11 +44,7 @@ def http_repo(tmp_path: Path) -> Iterator[ChartRepository]:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    work = tmp_path_factory.mktemp("oci")
-    with Registry(work / "registry") as server:
-        chart = write_chart(work / "src", "ocidemo", "1.0.0")
-        for version in VERSIONS:
-            server.push(package(chart, work / "pkg", version))
+    with registry_serving(tmp_path_factory.mktemp("oci"), "ocidemo", VERSIONS) as server:
         yield server
 
 

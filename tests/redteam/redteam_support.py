@@ -25,15 +25,6 @@ data:
 """
 
 
-def isolate_sops_key(monkeypatch: pytest.MonkeyPatch, directory: Path) -> AgeIdentity:
-    """A fresh age identity that sops finds through SOPS_AGE_KEY_FILE; CI variables unset."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(directory / "keys.txt")))
-    return identity
-
-
 @dataclass(frozen=True)
 class Outputs:
     """Everything a review publishes: Markdown and JSON reports and the render snapshot."""

@@ -9,7 +9,8 @@ twin render. A distinctive secret found anywhere still stops the run.
 from __future__ import annotations
 
 import pytest
-from redteam_support import fleet, isolate_sops_key, review
+from agekeys import isolate_sops_key
+from redteam_support import fleet, review
 
 from reviewer.errors import ExitStatus
 from reviewer.redact import is_distinctive

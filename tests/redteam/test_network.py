@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agekeys import isolate_sops_key
 from chartrepo import ChartRepository
 from conftest import Repo
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from redteam_support import fleet, isolate_sops_key
+from redteam_support import fleet
 
 from reviewer import config
 from reviewer.charts.policy import NetworkPolicy

@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-from redteam_support import Outputs, fleet, isolate_sops_key, review
+from agekeys import isolate_sops_key
+from redteam_support import Outputs, fleet, review
 
 from reviewer.errors import ExitStatus
 from reviewer.redact import redact_scalar

@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from agekeys import encrypt, sops_decoder
+from agekeys import encrypt, isolate_sops_key, sops_decoder
 from conftest import Repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redteam_support import CHART_YAML, isolate_sops_key
+from redteam_support import CHART_YAML
 
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor

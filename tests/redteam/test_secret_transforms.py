@@ -10,7 +10,8 @@ import base64
 from collections.abc import Callable
 
 import pytest
-from redteam_support import Outputs, fleet, isolate_sops_key, review
+from agekeys import isolate_sops_key
+from redteam_support import Outputs, fleet, review
 
 from reviewer.errors import ExitStatus
 from reviewer.redact import redact_scalar
