@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reviewer import yamlio
+from reviewer import kustomize, yamlio
 from reviewer.errors import ReviewerError
 from reviewer.helmreleases import names
 from reviewer.helmreleases.catalog import Document, collect
@@ -106,8 +106,11 @@ checkout, and the twin only needs what the real plan built (kustomize runs once)
 
 def _built(paths: Sequence[str], context: PlanContext) -> list[fks.Result]:
     decoder = context.decoder
+    kubectl = kustomize.find_kubectl(context.programs.lookup())
     if decoder is None:
-        return fks.build_all(context.root, paths, timeout=context.kustomize_timeout)
+        return fks.build_all(
+            context.root, paths, timeout=context.kustomize_timeout, kubectl=kubectl
+        )
     key = (str(context.root.resolve()), tuple(paths))
     builds = _BUILDS.setdefault(decoder, {})
     # The real plan builds; the twin (planned right after it) takes the same results.
@@ -117,6 +120,7 @@ def _built(paths: Sequence[str], context: PlanContext) -> list[fks.Result]:
             paths,
             decryptor=_Decryptor(decoder),
             timeout=context.kustomize_timeout,
+            kubectl=kubectl,
         )
     return builds[key]
 
