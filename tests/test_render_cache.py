@@ -16,9 +16,10 @@ from conftest import GitRepo, Repo, git
 
 from reviewer.cli import main
 from reviewer.prepare import SideRequest, prepare_sides
+from reviewer.proc import Programs
 from reviewer.render import RenderCache
 from reviewer.render_cache import RenderStore
-from reviewer.side import ProgressBar
+from reviewer.side import ProgressBar, SideOptions
 from reviewer.tooling import Tooling
 
 APP = "apps: [{template: app}]\n"
@@ -43,9 +44,10 @@ def render_counts(root: Path, store: Path, *, mib: int = 512) -> RenderCache:
     tooling = Tooling(
         cache_dir=root.parent / "chart-cache", render_cache=store, render_cache_mib=mib, jobs=1
     )
-    prepare_sides(
-        (root,), SideRequest(tooling=tooling), config_root=root, marker_key=None, watch=watch
-    )
+    # The environment as the CLI's edge hands it down: sops finds the test's key there.
+    options = SideOptions(programs=Programs.from_environment(os.environ))
+    request = SideRequest(options=options, tooling=tooling)
+    prepare_sides((root,), request, config_root=root, marker_key=None, watch=watch)
     (cache,) = caches
     return cache
 
