@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reviewer import yamlio
+from reviewer import kustomize, yamlio
 from reviewer.decode import Field
 from reviewer.errors import ReviewerError
 from reviewer.helmreleases import names, objects
@@ -50,7 +50,10 @@ class Kraan:
         try:
             layers = kraan.find_layers(context.root, self.paths)
             found, duplicates = kraan.collect_layer_objects(
-                context.root, layers, timeout=context.kustomize_timeout
+                context.root,
+                layers,
+                timeout=context.kustomize_timeout,
+                kubectl=kustomize.find_kubectl(context.programs.lookup()),
             )
         except ReviewerError as error:
             reproduce = self._reproduce(context, None)
