@@ -394,7 +394,7 @@ class FleetWriter:
     def _encrypt(self) -> None:
         from reviewer.sops import find_sops  # only needed with --sops
 
-        sops = str(find_sops())
+        sops = str(find_sops(os.environ))
         for path, values in self._plain_secrets:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(_yaml(values), encoding="utf-8")

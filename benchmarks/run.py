@@ -249,9 +249,11 @@ def plan_releases(root: Path, *, sops: bool) -> tuple[list[BaselineRelease], int
 
     secrets = None
     if sops:
+        from reviewer.proc import Programs
         from reviewer.sops import SopsDecoder
 
-        secrets = SopsDecoder()
+        # This script is its own edge: sops sees the key variables of its environment.
+        secrets = SopsDecoder(programs=Programs.from_environment(os.environ))
     planned = plan_twins(root, options=SideOptions(), renderer=TemplateRenderer(), secrets=secrets)
     releases: list[BaselineRelease] = []
     for release in sorted(planned.plan.releases, key=lambda r: r.id):
