@@ -13,6 +13,7 @@ from reviewer.charts.cache import ChartCache
 from reviewer.charts.credentials import Credentials
 from reviewer.charts.dependencies import DependencyBuilder
 from reviewer.charts.downloads import Downloads
+from reviewer.charts.errors import CHART_NOT_FOUND, ChartError
 from reviewer.charts.http_source import HttpSource
 from reviewer.charts.logins import Logins
 from reviewer.charts.oci_source import OciSource
@@ -87,4 +88,7 @@ def _jailed(root: Path, local: str) -> Path:
         jail.check_tree(root, path, archives=True)
     elif jail.resolve_file(root, local).is_file():
         jail.check_archive_file(root, path)
+    else:
+        # Helm's own message would name the checkout's absolute (temporary) path.
+        raise ChartError(local, CHART_NOT_FOUND, "no such directory or archive in the repository")
     return path
