@@ -279,6 +279,11 @@ def to_json(review: Review) -> dict[str, Any]:
             "clusters": [cluster.__dict__ for cluster in review.diff.summary()],
             "routine": review.diff.routine_counts(),
             "regenerated": len(review.regenerated),
+            # explain.blastRadius[].changed counts every release that differs (schema v1).
+            "blastRadius": [
+                {"file": impact.file, **review.impact_counts(impact)}
+                for impact in review.explanation.blast_radius
+            ],
             "failedDeployments": [
                 # The message is in the failures themselves (head.errors or stillFailing).
                 {"deployment": f.deployment, "clusters": list(f.clusters)}
@@ -297,7 +302,11 @@ def to_json(review: Review) -> dict[str, Any]:
             for group in review.diff.groups
             if len(group.members) > 1
         ],
-        "explain": _explain_json(review),
+        "explain": {
+            key: value
+            for key, value in explain_json.to_json(review.explanation).items()
+            if key != "values"
+        },
         "stillFailing": [
             {**_failure_json(f), "blocking": review.fail_on_preexisting}
             for f in review.diff.still_failing
@@ -315,23 +324,6 @@ def to_json(review: Review) -> dict[str, Any]:
         ],
         "warnings": list(review.all_warnings),
     }
-
-
-def _explain_json(review: Review) -> dict[str, Any]:
-    """The explanation without values (those are per release); each blast-radius entry
-    counts its changed, added, removed and failed releases apart."""
-    found = {
-        key: value
-        for key, value in explain_json.to_json(review.explanation).items()
-        if key != "values"
-    }
-    found["blastRadius"] = [
-        {**entry, **review.impact_counts(impact)}
-        for entry, impact in zip(
-            found.get("blastRadius", []), review.explanation.blast_radius, strict=True
-        )
-    ]
-    return found
 
 
 def _side_json(review: Review, side: str) -> dict[str, Any]:

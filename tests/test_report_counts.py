@@ -50,7 +50,7 @@ def test_a_removed_cluster_counts_as_removed_in_the_blast_radius_not_changed(
     assert "`deployments/prod/prd-b/cluster.values.yaml` → " in markdown
     assert "1 release(s) in 1 cluster(s), 0 changed, 1 removed\n" in markdown
     report: dict[str, Any] = json.loads(diff(fleet, capsys, "json"))
-    radius = {impact["file"]: impact for impact in report["explain"]["blastRadius"]}
+    radius = {impact["file"]: impact for impact in report["summary"]["blastRadius"]}
     counts = radius["deployments/prod/prd-b/cluster.values.yaml"]
     assert (counts["changed"], counts["added"], counts["removed"], counts["failed"]) == (
         0,
@@ -74,6 +74,15 @@ def test_a_file_shared_by_changed_added_and_removed_releases_counts_each_apart(
         "charts/random/values.yaml → 3 release(s) in 3 cluster(s), 1 changed, 1 added, 1 removed\n"
         in text
     )
+    report: dict[str, Any] = json.loads(diff(fleet, capsys, "json"))
+    (chart,) = [i for i in report["summary"]["blastRadius"] if i["file"].startswith("charts/")]
+    assert chart == {
+        "file": "charts/random/values.yaml",
+        "changed": 1,
+        "added": 1,
+        "removed": 1,
+        "failed": 0,
+    }
 
 
 def test_an_added_cluster_differs_from_its_sibling_without_its_random_fields(
