@@ -96,23 +96,21 @@ def differing_releases(base: Snapshot, head: Snapshot) -> list[ReleaseId]:
 
 
 def siblings(base: Snapshot, head: Snapshot) -> dict[ReleaseId, list[RenderedRelease]]:
-    """Added releases whose deployment and release exist on other clusters, with those: the
-    report compares each with one of them, where regenerated fields would show as differences."""
+    """Added releases whose deployment and release exist on other clusters on both sides,
+    with those: the report compares each with one of them, where regenerated fields would
+    show as differences."""
     old = base.by_id()
-    rendered = [release for release in head.releases if release.error is None]
+    by_name: dict[tuple[str, str], list[RenderedRelease]] = {}
+    for release in head.releases:
+        if release.error is None:
+            by_name.setdefault((release.id.deployment, release.id.release), []).append(release)
     found: dict[ReleaseId, list[RenderedRelease]] = {}
-    for release in rendered:
-        if release.id in old:
-            continue
-        same = [
-            other
-            for other in rendered
-            if other.id.cluster != release.id.cluster
-            and (other.id.deployment, other.id.release)
-            == (release.id.deployment, release.id.release)
-        ]
-        if same:
-            found[release.id] = same
+    for same in by_name.values():
+        for release in same:
+            # Only releases on both sides are candidates the report compares with.
+            others = [o for o in same if o.id.cluster != release.id.cluster and o.id in old]
+            if release.id not in old and others:
+                found[release.id] = others
     return found
 
 
