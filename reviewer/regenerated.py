@@ -5,7 +5,9 @@ says nothing. Only releases whose objects differ between the sides are looked
 at: the head side's release is rendered a second time with identical inputs
 (bypassing the render cache), and every field that differs between the two
 head renders is regenerated. The diff lists those fields instead of showing
-them as changes.
+them as changes. An added release that has a sibling (the same deployment and
+release on another cluster) is rendered twice too: the report compares it with
+that sibling and leaves its regenerated fields out of the differences.
 
 A regenerated field can still change for real (a longer password, another
 user in a generated connection string). The only parts of it that can be
@@ -93,6 +95,25 @@ def differing_releases(base: Snapshot, head: Snapshot) -> list[ReleaseId]:
     return found
 
 
+def siblings(base: Snapshot, head: Snapshot) -> dict[ReleaseId, list[RenderedRelease]]:
+    """Added releases whose deployment and release exist on other clusters on both sides,
+    with those: the report compares each with one of them, where regenerated fields would
+    show as differences."""
+    old = base.by_id()
+    by_name: dict[tuple[str, str], list[RenderedRelease]] = {}
+    for release in head.releases:
+        if release.error is None:
+            by_name.setdefault((release.id.deployment, release.id.release), []).append(release)
+    found: dict[ReleaseId, list[RenderedRelease]] = {}
+    for same in by_name.values():
+        for release in same:
+            # Only releases on both sides are candidates the report compares with.
+            others = [o for o in same if o.id.cluster != release.id.cluster and o.id in old]
+            if release.id not in old and others:
+                found[release.id] = others
+    return found
+
+
 def _contents(resources: Iterable[Resource]) -> list[tuple[ResourceKey, Any]]:
     return [(resource.key, resource.body) for resource in resources]
 
@@ -100,9 +121,10 @@ def _contents(resources: Iterable[Resource]) -> list[tuple[ResourceKey, Any]]:
 def find_regenerated(base: Snapshot, head: Snapshot, again: RenderAgain) -> Regeneration:
     """Render each differing release of `head` again and find the fields that came out anew."""
     wanted = differing_releases(base, head)
-    if not wanted:
+    added = siblings(base, head)
+    if not wanted and not added:
         return Regeneration()
-    second = again(wanted)
+    second = again([*wanted, *added])
     old, new = base.by_id(), head.by_id()
     fields: dict[ObjectId, tuple[RegeneratedField, ...]] = {}
     only: set[ObjectId] = set()
@@ -114,7 +136,39 @@ def find_regenerated(base: Snapshot, head: Snapshot, again: RenderAgain) -> Rege
             fields[(rid, key)] = found
             if alone:
                 only.add((rid, key))
+    for rid, others in added.items():
+        rerun = second.get(rid)
+        if rerun is not None and rerun.error is None:
+            fields.update(_added_fields(new[rid], rerun, others))
     return Regeneration(fields, frozenset(only))
+
+
+def _added_fields(
+    head: RenderedRelease, rerun: RenderedRelease, others: Sequence[RenderedRelease]
+) -> Iterable[tuple[ObjectId, tuple[RegeneratedField, ...]]]:
+    """The fields of an added release that differ between its two renders: only the
+    comparison with a sibling uses them (an added object has nothing to compare with).
+    `comparable` is False when a sibling lacks lines both renders share (a real difference)."""
+    seconds = _first_by_key(rerun.resources)
+    theirs = [_first_by_key(other.resources) for other in others]
+    for key, first in _first_by_key(head.resources).items():
+        second = seconds.get(key)
+        if second is None:
+            continue
+        paths = [change.path for change in semantic_diff(first.body, second.body)]
+        secret = first.body.get("kind") == "Secret"
+        bodies = [found[key].body for found in theirs if key in found]
+        if paths:
+            yield (
+                (head.id, key),
+                tuple(
+                    RegeneratedField(
+                        path,
+                        all(_comparable(b, first.body, second.body, path, secret) for b in bodies),
+                    )
+                    for path in paths
+                ),
+            )
 
 
 def _first_by_key(resources: Iterable[Resource]) -> dict[ResourceKey, Resource]:

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from reviewer.diff.pairing import similarity
 from reviewer.diff.result import ReleaseDiff, ReleaseStatus, SnapshotDiff
 from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey
-from reviewer.semantic import semantic_diff
+from reviewer.regenerated import Regeneration
+from reviewer.semantic import Path, format_path, semantic_diff
 
 DIFFERENCE_LINES = 40
 """Lines of the compact difference shown against the most resembling release."""
 LINE_WIDTH = 160
+UNCOMPARABLE = "regenerated on every render, and lines both renders share differ too"
+"""A regenerated field whose stable part differs from the sibling's (value never shown)."""
 CANDIDATES = 12
 """Releases compared when looking for the most resembling one (nearest clusters first)."""
 NEAR_TIE = 0.01
@@ -45,6 +48,8 @@ class Resemblance:
     differences: tuple[str, ...]
     more: int = 0
     """Difference lines left out of `differences`."""
+    regenerated: int = 0
+    """Differing fields left out because a chart regenerates them on every render."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,12 @@ class ReleaseSummary:
         return sum(item.bytes for item in self.objects)
 
 
-def summaries(diff: SnapshotDiff) -> dict[ReleaseId, ReleaseSummary]:
-    """A summary of every added and removed release of `diff`."""
+def summaries(
+    diff: SnapshotDiff, regeneration: Regeneration | None = None
+) -> dict[ReleaseId, ReleaseSummary]:
+    """A summary of every added and removed release of `diff`; fields `regeneration` found
+    regenerated (on the added release or its sibling) are no difference from the sibling."""
+    regeneration = regeneration or Regeneration()
     existing = [
         release.head
         for release in diff.releases
@@ -81,7 +90,7 @@ def summaries(diff: SnapshotDiff) -> dict[ReleaseId, ReleaseSummary]:
             continue
         resembles = None
         if release.status is ReleaseStatus.ADDED:
-            resembles = most_resembling(side, existing)
+            resembles = most_resembling(side, existing, regeneration)
         found[release.id] = ReleaseSummary(release.id, _sizes(side.resources), resembles)
     return found
 
@@ -107,10 +116,12 @@ def _text(release: RenderedRelease) -> str:
 
 
 def most_resembling(
-    added: RenderedRelease, existing: Sequence[RenderedRelease]
+    added: RenderedRelease,
+    existing: Sequence[RenderedRelease],
+    regeneration: Regeneration | None = None,
 ) -> Resemblance | None:
     """The existing release most like `added` among the same deployment and release on other
-    clusters, with a compact path-level difference."""
+    clusters, with a compact path-level difference (regenerated fields left out)."""
     candidates = _candidates(added, existing)
     if not candidates:
         return None
@@ -118,9 +129,14 @@ def most_resembling(
     scored = [(similarity(_text(other), text), other) for other in candidates]
     top = max(score for score, _ in scored)
     score, best = next(item for item in scored if item[0] >= top - NEAR_TIE)
-    lines = list(_differences(best, added))
+    skipped: list[Path] = []
+    lines = list(_differences(best, added, regeneration or Regeneration(), skipped))
     return Resemblance(
-        best.id, score, tuple(lines[:DIFFERENCE_LINES]), max(0, len(lines) - DIFFERENCE_LINES)
+        best.id,
+        score,
+        tuple(lines[:DIFFERENCE_LINES]),
+        max(0, len(lines) - DIFFERENCE_LINES),
+        len(skipped),
     )
 
 
@@ -156,9 +172,12 @@ def _shared_segments(one: str, other: str) -> int:
     return shared
 
 
-def _differences(base: RenderedRelease, added: RenderedRelease) -> Iterable[str]:
+def _differences(
+    base: RenderedRelease, added: RenderedRelease, regeneration: Regeneration, skipped: list[Path]
+) -> Iterable[str]:
     """Path-level differences, object by object; objects pair by kind, namespace and name,
-    else by kind and name, else by kind and position."""
+    else by kind and name, else by kind and position. Fields regenerated on every render
+    (on either release) go to `skipped`: they differ whatever the inputs."""
     theirs = list(base.resources)
     for resource in added.resources:
         other = _counterpart(resource, theirs)
@@ -166,8 +185,14 @@ def _differences(base: RenderedRelease, added: RenderedRelease) -> Iterable[str]
             yield f"+ {resource.key} (no counterpart in {base.id})"
             continue
         theirs.remove(other)
-        changes = semantic_diff(other.body, resource.body)
-        if not changes:
+        mine = regeneration.at(added.id, resource.key)
+        renewed = {item.path for item in (*mine, *regeneration.at(base.id, other.key))}
+        differing = {item.path for item in mine if not item.comparable}
+        found = semantic_diff(other.body, resource.body)
+        skipped.extend(c.path for c in found if c.path in renewed and c.path not in differing)
+        changes = [change for change in found if change.path not in renewed]
+        noted = [change.path for change in found if change.path in differing]
+        if not changes and not noted:
             continue
         title = str(resource.key)
         if other.key != resource.key:
@@ -176,8 +201,17 @@ def _differences(base: RenderedRelease, added: RenderedRelease) -> Iterable[str]
         for change in changes:
             for line in change.lines():
                 yield _clipped("    " + line)
+        for path in noted:
+            # Never the value: a regenerated field is often a password.
+            yield _clipped(f"    {format_path(path)}: {UNCOMPARABLE}")
     for other in theirs:
         yield f"- {other.key} (only in {base.id})"
+
+
+def _regenerated_paths(
+    regeneration: Regeneration, release: ReleaseId, key: ResourceKey
+) -> set[Path]:
+    return {item.path for item in regeneration.at(release, key)}
 
 
 def _counterpart(resource: Resource, theirs: list[Resource]) -> Resource | None:

@@ -13,6 +13,7 @@ from reviewer.report import (
     BLAST_RADIUS_LINES,
     MARK,
     REGENERATED_LINES,
+    REGENERATED_NOTE,
     ROUTINE_LINES,
     Review,
 )
@@ -87,6 +88,7 @@ def render_markdown(
         mark=MARK,
         blast_radius_lines=BLAST_RADIUS_LINES,
         regenerated_lines=REGENERATED_LINES,
+        regenerated_note=REGENERATED_NOTE,
         routine_lines=ROUTINE_LINES,
         summary_only=summary_only,
     )

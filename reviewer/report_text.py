@@ -11,6 +11,7 @@ from reviewer.report import (
     BLAST_RADIUS_LINES,
     MARK,
     REGENERATED_LINES,
+    REGENERATED_NOTE,
     ROUTINE_LINES,
     Review,
     plural,
@@ -96,6 +97,8 @@ def _release_summary_text(summary: ReleaseSummary) -> Iterator[str]:
         yield f"      {line}"
     if found.more:
         yield f"      ... and {found.more} more line(s)"
+    if found.regenerated:
+        yield f"      ({found.regenerated} {REGENERATED_NOTE})"
 
 
 def _clusters_text(review: Review) -> Iterator[str]:
@@ -135,7 +138,7 @@ def _blast_radius_text(review: Review) -> Iterator[str]:
         return
     yield "blast radius (files changed → releases built from them):"
     for impact in impacts[:BLAST_RADIUS_LINES]:
-        yield f"  {impact.line()}"
+        yield f"  {review.impact_line(impact)}"
     if len(impacts) > BLAST_RADIUS_LINES:
         yield f"  ... and {len(impacts) - BLAST_RADIUS_LINES} more file(s)"
 

@@ -163,6 +163,7 @@ def review_of(
         warnings=pair.warnings,
         explanation=pair.explanation,
         fail_on_preexisting=args.fail_on_preexisting,
+        regeneration=pair.regeneration,
     )
 
 

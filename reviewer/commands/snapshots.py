@@ -39,7 +39,7 @@ def load_pair(base: Path, head: Path) -> RenderedPair:
     Secret markers compare only when both renders used the same marker key (docs/reports.md).
     """
     before, after = snapshot_mod.read(base), snapshot_mod.read(head)
-    warnings = tuple(dict.fromkeys((*before.warnings, *after.warnings)))
+    warnings = tuple(dict.fromkeys((*before.warnings, *after.warnings, report.NO_REGENERATION)))
     pair = RenderedPair(
         base=before,
         head=after,
