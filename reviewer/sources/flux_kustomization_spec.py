@@ -14,6 +14,9 @@ from reviewer.errors import ConfigError
 
 API_GROUP = "kustomize.toolkit.fluxcd.io"
 _STRATEGIES = ("WithVariables", "Always")
+# Sources whose content is not laid out as a repository: spec.path is relative to an
+# artifact the controllers assemble (ArtifactGenerator) or to a bucket, never to the checkout.
+_UNSUPPORTED_SOURCES = ("ExternalArtifact", "Bucket")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
     metadata = _mapping(document.get("metadata"), source, "metadata")
     spec = _mapping(document.get("spec"), source, "spec")
     name = _string(metadata.get("name"), source, "metadata.name", required=True)
+    _check_source_ref(spec.get("sourceRef"), source)
     path = _string(spec.get("path"), source, "spec.path") or "./"
     fields = kustomize_flux.FluxFields(
         target_namespace=_string(spec.get("targetNamespace"), source, "spec.targetNamespace"),
@@ -95,6 +99,22 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
             common.get("annotations"), source, "spec.commonMetadata.annotations"
         ),
         depends_on=_depends_on(spec.get("dependsOn"), source, namespace),
+    )
+
+
+def _check_source_ref(value: Any, source: str) -> None:
+    """A source whose paths are not paths of this repository is refused, never built from
+    a directory of the checkout that happens to share its name."""
+    kind = _mapping(value, source, "spec.sourceRef").get("kind")
+    if kind not in _UNSUPPORTED_SOURCES:
+        return
+    raise ConfigError(
+        source,
+        f"{kind} is not supported: spec.path is relative to that artifact, "
+        "not to this repository",
+        field="spec.sourceRef.kind",
+        hint="the reviewer builds spec.path from the checkout; point sourceRef at the "
+        "GitRepository of this repository to review this Kustomization",
     )
 
 
