@@ -5,14 +5,18 @@ its shapes, the real kustomize and the real CLI."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from chartrepo import ChartRepository
 from conftest import GitRepo
 from flux_repo import chart_spec, helm_repository, helmrelease
-from test_flux_kustomization_kind import SOURCES, flux_kustomization
+from test_flux_kustomization_kind import SOURCES, charts, flux_kustomization
 from test_secrets import render_out
 
 from reviewer.errors import ExitStatus
+
+__all__ = ["charts"]  # the loopback chart repository fixture
 
 
 def test_a_kustomization_from_an_external_artifact_is_refused_naming_its_source_ref(
@@ -37,3 +41,31 @@ def test_a_kustomization_from_an_external_artifact_is_refused_naming_its_source_
         "spec.path is relative to that artifact, not to this repository"
     ) in err
     assert "prod/flux-system/apps/kustomization" in err
+
+
+def test_an_overlay_patch_file_is_not_read_as_a_helmrelease(
+    tmp_path: Path, charts: ChartRepository, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # apps/ is reviewed as files (no Kustomization builds it): its base HelmRelease is a
+    # release; the overlay's partial HelmRelease is a kustomize patch, not a second one.
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write(".reviewer.yaml", "sources:\n  - {name: apps, kind: flux, paths: [apps]}\n")
+    repo.write("apps/base/repository.yaml", helm_repository("charts", charts.url))
+    repo.write("apps/base/release.yaml", helmrelease("web", chart=chart_spec("app", "charts")))
+    repo.write("apps/base/kustomization.yaml", "resources: [repository.yaml, release.yaml]\n")
+    repo.write(
+        "apps/staging/kustomization.yaml",
+        "resources: [../base]\npatches:\n  - path: web-values.yaml\n"
+        "    target: {kind: HelmRelease}\npatchesStrategicMerge: [more-values.yaml]\n",
+    )
+    partial: dict[str, Any] = {
+        "chart": {"spec": {"version": ">=1.0.0-alpha"}},
+        "values": {"replicas": 3},
+    }
+    repo.write("apps/staging/web-values.yaml", helmrelease("web", **partial))
+    repo.write("apps/staging/more-values.yaml", helmrelease("web", values={"replicas": 4}))
+    code, text = render_out(repo, tmp_path / "out", "--allow-loopback-charts")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.OK, err
+    assert "spec.chart" not in err and "also defined" not in err
+    assert "kind: Deployment" in text

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from reviewer import kustomize_flux, yamlio
 from reviewer.errors import ConfigError, ReviewerError
+from reviewer.helmreleases.patch_files import patch_files
 from reviewer.kustomize import DEFAULT_TIMEOUT
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
@@ -501,8 +502,12 @@ def _documents_below(root: Path, paths: Sequence[str]) -> list[tuple[str, dict[s
         top = root / path
         if not top.is_dir():
             continue  # the HelmRelease catalog reports a missing path
-        for file in _yaml_files(root, top):
-            source = file.relative_to(root).as_posix()
+        files = [file.relative_to(root).as_posix() for file in _yaml_files(root, top)]
+        patches = patch_files(root, files)
+        for source in files:
+            if source in patches:
+                continue  # a partial object kustomize merges into another
+            file = root / source
             try:
                 text = yamlio.read_text(file, source=source)
                 documents = yamlio.load_documents(text, source=source)

@@ -110,8 +110,7 @@ def _check_source_ref(value: Any, source: str) -> None:
         return
     raise ConfigError(
         source,
-        f"{kind} is not supported: spec.path is relative to that artifact, "
-        "not to this repository",
+        f"{kind} is not supported: spec.path is relative to that artifact, not to this repository",
         field="spec.sourceRef.kind",
         hint="the reviewer builds spec.path from the checkout; point sourceRef at the "
         "GitRepository of this repository to review this Kustomization",
