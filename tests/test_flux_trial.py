@@ -10,13 +10,35 @@ from typing import Any
 import pytest
 from chartrepo import ChartRepository
 from conftest import GitRepo
-from flux_repo import chart_spec, helm_repository, helmrelease
+from flux_repo import (
+    app_chart_files,
+    chart_spec,
+    helm_repository,
+    helmrelease,
+    objects,
+    plan,
+    render,
+    write_chart_dir,
+)
 from test_flux_kustomization_kind import SOURCES, charts, flux_kustomization
 from test_secrets import render_out
 
+from reviewer import yamlio
 from reviewer.errors import ExitStatus
 
 __all__ = ["charts"]  # the loopback chart repository fixture
+
+
+def git_repository(name: str) -> str:
+    """The GitRepository of the fleet itself (charts kept in the repository)."""
+    return yamlio.dump(
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"url": "https://git.example.invalid/fleet"},
+        }
+    )
 
 
 def test_a_kustomization_from_an_external_artifact_is_refused_naming_its_source_ref(
@@ -69,3 +91,30 @@ def test_an_overlay_patch_file_is_not_read_as_a_helmrelease(
     assert code == ExitStatus.OK, err
     assert "spec.chart" not in err and "also defined" not in err
     assert "kind: Deployment" in text
+
+
+TEST_HOOK = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-test-{{ randAlphaNum 5 | lower }}
+  annotations:
+    helm.sh/hook: test-success
+spec:
+  containers: [{name: curl, image: curl}]
+"""
+
+
+@pytest.mark.parametrize(("test", "shown"), [({}, False), ({"enable": True}, True)])
+def test_a_charts_test_hooks_are_rendered_only_when_the_release_runs_its_tests(
+    tmp_path: Path, test: dict[str, Any], shown: bool
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    files = {**app_chart_files(), "templates/tests/connection.yaml": TEST_HOOK}
+    write_chart_dir(repo.root / "charts" / "app", files)
+    repo.write("clusters/git.yaml", git_repository("fleet"))
+    spec = chart_spec("./charts/app", "fleet", kind="GitRepository")
+    repo.write("clusters/web.yaml", helmrelease("web", chart=spec, test=test))
+    rendered = objects(render(repo, plan(repo)))
+    assert "Deployment/web" in rendered
+    assert any(key.startswith("Pod/web-test-") for key in rendered) is shown
