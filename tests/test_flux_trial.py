@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from chartrepo import ChartRepository
-from conftest import GitRepo
+from conftest import GitRepo, git
 from flux_repo import (
     app_chart_files,
     chart_spec,
@@ -20,6 +20,7 @@ from flux_repo import (
     render,
     write_chart_dir,
 )
+from test_diff_command import run_diff
 from test_flux_kustomization_kind import SOURCES, charts, flux_kustomization
 from test_secrets import render_out
 
@@ -118,3 +119,37 @@ def test_a_charts_test_hooks_are_rendered_only_when_the_release_runs_its_tests(
     rendered = objects(render(repo, plan(repo)))
     assert "Deployment/web" in rendered
     assert any(key.startswith("Pod/web-test-") for key in rendered) is shown
+
+
+def write_cluster(repo: GitRepo, cluster: str) -> None:
+    """clusters/<cluster>/apps.yaml building apps/<cluster>/, as `flux bootstrap` lays it out."""
+    repo.write(
+        f"clusters/{cluster}/apps.yaml", flux_kustomization("apps", path=f"./apps/{cluster}")
+    )
+    repo.write(
+        f"apps/{cluster}/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
+        f"data: {{env: {cluster}}}\n",
+    )
+
+
+@pytest.mark.parametrize(("base", "head"), [(2, 3), (3, 2)])
+def test_a_cluster_the_change_adds_or_removes_is_reviewed_without_declared_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], base: int, head: int
+) -> None:
+    clusters = ["production", "staging", "dev"]
+    repo = GitRepo(tmp_path / "fleet")
+    for cluster in clusters[:base]:
+        write_cluster(repo, cluster)
+    repo.commit("fleet")
+    git(repo.root, "checkout", "--quiet", "-b", "feature")
+    for cluster in clusters[head:]:
+        git(repo.root, "rm", "-rq", f"clusters/{cluster}", f"apps/{cluster}")
+    for cluster in clusters[base:head]:
+        write_cluster(repo, cluster)
+    code, out, err = run_diff(["--repo", str(repo.root), "--base", "main"], capsys)
+    assert code == ExitStatus.OK, err
+    assert "flux 'dev': clusters/dev/" in err
+    change = "added" if head > base else "removed"
+    assert f"dev/flux-system/apps/kustomization [{change}]" in out
+    assert "production/flux-system/apps/kustomization [" not in out  # unchanged
