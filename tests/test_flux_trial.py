@@ -153,3 +153,30 @@ def test_a_cluster_the_change_adds_or_removes_is_reviewed_without_declared_sourc
     change = "added" if head > base else "removed"
     assert f"dev/flux-system/apps/kustomization [{change}]" in out
     assert "production/flux-system/apps/kustomization [" not in out  # unchanged
+
+
+def test_a_substitute_from_file_is_in_the_blast_radius_of_what_it_substitutes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write(".reviewer.yaml", SOURCES)
+    post_build = {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}
+    repo.write(
+        "clusters/prod/apps.yaml",
+        flux_kustomization("apps", path="./apps", postBuild=post_build),
+    )
+    variables = (
+        "apiVersion: v1\nkind: ConfigMap\n"
+        "metadata: {{name: cluster-vars, namespace: flux-system}}\ndata: {{domain: {}}}\n"
+    )
+    repo.write("clusters/prod/vars.yaml", variables.format("example.com"))
+    repo.write(
+        "apps/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\ndata: {host: 'web.${domain}'}\n",
+    )
+    repo.commit("fleet")
+    repo.write("clusters/prod/vars.yaml", variables.format("example.org"))
+    code, out, err = run_diff(["--repo", str(repo.root), "--base", "HEAD"], capsys)
+    assert code == ExitStatus.OK, err
+    assert 'data.host: "web.example.com" → "web.example.org"' in out
+    assert "clusters/prod/vars.yaml → 1 release(s) in 1 cluster(s), 1 changed" in out

@@ -329,17 +329,43 @@ def _decoded(document: Mapping[str, Any], source: str) -> Result:
 
 def repository_lookup(root: Path, paths: Sequence[str]) -> ObjectLookup:
     """ConfigMaps and Secrets in the YAML files below `paths`, for `substituteFrom`."""
-    objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-    for _, document in _documents_below(root, paths):
+    return _lookup_in(_variable_objects(root, paths))
+
+
+def _lookup_in(
+    objects: Mapping[tuple[str, str, str], tuple[str, Mapping[str, Any]]],
+) -> ObjectLookup:
+    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        found = objects.get((kind, namespace, name))
+        return None if found is None else found[1]
+
+    return lookup
+
+
+def _variable_objects(
+    root: Path, paths: Sequence[str]
+) -> dict[tuple[str, str, str], tuple[str, Mapping[str, Any]]]:
+    """(kind, namespace, name) of each ConfigMap and Secret below `paths` → (file, object)."""
+    objects: dict[tuple[str, str, str], tuple[str, Mapping[str, Any]]] = {}
+    for source, document in _documents_below(root, paths):
         if document.get("apiVersion") == "v1" and document.get("kind") in ("ConfigMap", "Secret"):
             metadata = document.get("metadata") or {}
             key = (document["kind"], metadata.get("namespace") or "default", metadata.get("name"))
-            objects.setdefault((str(key[0]), str(key[1]), str(key[2])), document)
+            objects.setdefault((str(key[0]), str(key[1]), str(key[2])), (source, document))
+    return objects
 
-    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return objects.get((kind, namespace, name))
 
-    return lookup
+def _variable_files(
+    kustomization: FluxKustomization,
+    objects: Mapping[tuple[str, str, str], tuple[str, Mapping[str, Any]]],
+) -> frozenset[str]:
+    """The files of the `substituteFrom` objects `kustomization` read: inputs of its build."""
+    references = kustomization.post_build.substitute_from if kustomization.post_build else ()
+    return frozenset(
+        objects[key][0]
+        for key in ((r.kind, kustomization.namespace, r.name) for r in references)
+        if key in objects
+    )
 
 
 def build_all(
@@ -358,7 +384,8 @@ def build_all(
     failure (a strict substitution, a path leaving the repository, a `dependsOn` loop)
     is that Kustomization's alone.
     """
-    lookup = repository_lookup(root, paths)
+    variable_objects = _variable_objects(root, paths)
+    lookup = _lookup_in(variable_objects)
     in_files = _unique(find_in_files(root, paths))
     done: dict[tuple[str, str], Result] = {
         r.kustomization.identity: r for r in in_files if r.error is not None
@@ -383,7 +410,8 @@ def build_all(
         except ReviewerError as error:
             done[identity] = Result(kustomization, error=error)
         else:
-            done[identity] = Result(kustomization, built)
+            files = built.files | _variable_files(kustomization, variable_objects)
+            done[identity] = Result(kustomization, replace(built, files=files))
             for document in built.objects:
                 if is_kustomization(document):
                     child = _decoded(document, f"{kustomization.source} ({kustomization.path})")
