@@ -25,7 +25,9 @@ from test_flux_kustomization_kind import SOURCES, charts, flux_kustomization
 from test_secrets import render_out
 
 from reviewer import yamlio
+from reviewer.discover import Layout
 from reviewer.errors import ExitStatus
+from reviewer.sources import registry as source_registry
 
 __all__ = ["charts"]  # the loopback chart repository fixture
 
@@ -60,8 +62,8 @@ def test_a_kustomization_from_an_external_artifact_is_refused_naming_its_source_
     err = capsys.readouterr().err
     assert code == ExitStatus.RENDER_FAILED
     assert (
-        "clusters/prod/apps.yaml: spec.sourceRef.kind: ExternalArtifact is not supported: "
-        "spec.path is relative to that artifact, not to this repository"
+        "clusters/prod/apps.yaml: spec.sourceRef.kind: ExternalArtifact flux-system/apps is not "
+        "supported: spec.path is relative to that artifact, not to this repository"
     ) in err
     assert "prod/flux-system/apps/kustomization" in err
 
@@ -180,3 +182,84 @@ def test_a_substitute_from_file_is_in_the_blast_radius_of_what_it_substitutes(
     assert code == ExitStatus.OK, err
     assert 'data.host: "web.example.com" → "web.example.org"' in out
     assert "clusters/prod/vars.yaml → 1 release(s) in 1 cluster(s), 1 changed" in out
+
+
+def artifact_generator(*copies: tuple[str, str]) -> str:
+    """An ArtifactGenerator of artifact `apps` from the fleet's GitRepository (Flux 2.7)."""
+    return yamlio.dump(
+        {
+            "apiVersion": "source.extensions.fluxcd.io/v1beta1",
+            "kind": "ArtifactGenerator",
+            "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {
+                "sources": [{"alias": "fleet", "kind": "GitRepository", "name": "flux-system"}],
+                "artifacts": [
+                    {
+                        "name": "apps",
+                        "originRevision": "@fleet",
+                        "copy": [{"from": origin, "to": to} for origin, to in copies],
+                    }
+                ],
+            },
+        }
+    )
+
+
+def write_artifact_fleet(repo: GitRepo, *copies: tuple[str, str]) -> None:
+    """clusters/staging builds `./staging` of the artifact `apps`; apps/staging overlays
+    apps/base, as the Flux 2.7 layout does."""
+    source = {"kind": "ExternalArtifact", "name": "apps"}
+    repo.write(
+        "clusters/staging/apps.yaml",
+        flux_kustomization("apps", path="./staging", sourceRef=source),
+    )
+    repo.write("clusters/production/apps.yaml", flux_kustomization("apps", path="./apps"))
+    repo.write("clusters/staging/artifacts.yaml", artifact_generator(*copies))
+    repo.write("apps/base/kustomization.yaml", "resources: [settings.yaml]\n")
+    repo.write(
+        "apps/base/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {env: base}\n",
+    )
+    repo.write(
+        "apps/staging/kustomization.yaml",
+        "resources: [../base]\nnamespace: staging\n",
+    )
+
+
+def test_a_kustomization_from_an_artifact_generator_copy_of_this_repository_is_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    write_artifact_fleet(
+        repo,
+        ("@fleet/apps/base/**", "@artifact/base/"),
+        ("@fleet/apps/staging/**", "@artifact/staging/"),
+    )
+    # apps/ is built through the artifact: no source of its own.
+    assert source_registry.describe(source_registry.detect(repo.root, Layout()), detected=True) == (
+        "sources (detected): flux 'production': clusters/production/; "
+        "flux 'staging': clusters/staging/"
+    )
+    code, text = render_out(repo, tmp_path / "out", "--cluster", "staging")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.OK, err
+    assert "namespace: staging" in text and "env: base" in text
+
+
+@pytest.mark.parametrize(
+    ("copy", "field"),
+    [
+        (("@fleet/apps/base/**", "@artifact/lib/"), "spec.artifacts[0].copy[0]"),
+        (("@fleet/apps/*.yaml", "@artifact/"), "spec.artifacts[0].copy[0].from"),
+        (("@other/apps/**", "@artifact/"), "spec.artifacts[0].copy[0].from"),
+    ],
+)
+def test_an_artifact_copy_that_changes_the_layout_is_an_error_naming_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], copy: tuple[str, str], field: str
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    write_artifact_fleet(repo, copy)
+    code, _ = render_out(repo, tmp_path / "out", "--cluster", "staging")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.RENDER_FAILED
+    assert f"clusters/staging/artifacts.yaml: {field}: " in err

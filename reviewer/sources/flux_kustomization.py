@@ -28,6 +28,7 @@ from reviewer.helmreleases.patch_files import patch_files
 from reviewer.kustomize import DEFAULT_TIMEOUT
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
+from reviewer.sources.flux_artifacts import Artifacts, find_artifacts
 from reviewer.sources.flux_kustomization_spec import (
     API_GROUP,
     FluxKustomization,
@@ -304,16 +305,18 @@ class Result:
 def find_in_files(root: Path, paths: Sequence[str]) -> list[Result]:
     """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs
     skipped); one that does not decode is a result with its error."""
+    documents = _documents_below(root, paths)
+    artifacts = find_artifacts(documents)
     found = []
-    for source, document in _documents_below(root, paths):
+    for source, document in documents:
         if is_kustomization(document):
-            found.append(_decoded(document, source))
+            found.append(_decoded(document, source, artifacts))
     return found
 
 
-def _decoded(document: Mapping[str, Any], source: str) -> Result:
+def _decoded(document: Mapping[str, Any], source: str, artifacts: Artifacts) -> Result:
     try:
-        return Result(decode(document, source=source))
+        return Result(decode(document, source=source, artifacts=artifacts))
     except ReviewerError as error:
         metadata = document.get("metadata")
         metadata = metadata if isinstance(metadata, Mapping) else {}
@@ -385,6 +388,7 @@ def build_all(
     is that Kustomization's alone.
     """
     variable_objects = _variable_objects(root, paths)
+    artifacts = find_artifacts(_documents_below(root, paths))
     lookup = _lookup_in(variable_objects)
     in_files = _unique(find_in_files(root, paths))
     done: dict[tuple[str, str], Result] = {
@@ -414,7 +418,9 @@ def build_all(
             done[identity] = Result(kustomization, replace(built, files=files))
             for document in built.objects:
                 if is_kustomization(document):
-                    child = _decoded(document, f"{kustomization.source} ({kustomization.path})")
+                    child = _decoded(
+                        document, f"{kustomization.source} ({kustomization.path})", artifacts
+                    )
                     child = _declared_in(child, declared)
                     if child.kustomization.identity in done:
                         continue
