@@ -263,3 +263,40 @@ def test_an_artifact_copy_that_changes_the_layout_is_an_error_naming_file_and_fi
     err = capsys.readouterr().err
     assert code == ExitStatus.RENDER_FAILED
     assert f"clusters/staging/artifacts.yaml: {field}: " in err
+
+
+def test_a_kustomization_of_a_pushed_oci_artifact_is_refused_not_built_from_the_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write(".reviewer.yaml", SOURCES)
+    source = {"kind": "OCIRepository", "name": "policies"}
+    repo.write("clusters/prod/policies.yaml", flux_kustomization("policies", sourceRef=source))
+    repo.write(".github/workflows/ci.yaml", "on: push\njobs: {}\n")  # not a Kubernetes object
+    code, _ = render_out(repo, tmp_path / "out")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.RENDER_FAILED
+    assert (
+        "clusters/prod/policies.yaml: spec.sourceRef.kind: OCIRepository flux-system/policies "
+        "is not supported: spec.path is relative to that artifact, not to this repository"
+    ) in err
+    assert "ci.yaml" not in err
+
+
+def test_a_missing_path_of_another_git_repository_names_that_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo(tmp_path / "fleet")
+    repo.write(".reviewer.yaml", SOURCES)
+    source = {"kind": "GitRepository", "name": "dev-team", "namespace": "apps"}
+    repo.write(
+        "clusters/prod/tenant.yaml",
+        flux_kustomization("dev-team", path="./staging", sourceRef=source),
+    )
+    code, _ = render_out(repo, tmp_path / "out")
+    err = capsys.readouterr().err
+    assert code == ExitStatus.RENDER_FAILED
+    assert (
+        "clusters/prod/tenant.yaml: spec.path: names no directory in the repository "
+        "(read from GitRepository apps/dev-team)"
+    ) in err

@@ -89,14 +89,25 @@ def build(
     """The objects `kustomization` applies, built from the repository at `root`."""
     # Relative to the repository root even when written absolute, as the controller joins it.
     directory = root / kustomization.path.lstrip("/")
-    tree = kustomize_flux.build_flux_tree(
-        root,
-        directory,
-        kustomization.fields,
-        source=kustomization.source,
-        kubectl=kubectl,
-        timeout=timeout,
-    )
+    try:
+        tree = kustomize_flux.build_flux_tree(
+            root,
+            directory,
+            kustomization.fields,
+            source=kustomization.source,
+            kubectl=kubectl,
+            timeout=timeout,
+        )
+    except ConfigError as error:
+        if error.field != "spec.path" or directory.is_dir() or not kustomization.source_ref:
+            raise
+        raise ConfigError(
+            kustomization.source,
+            f"names no directory in the repository (read from {kustomization.source_ref})",
+            field="spec.path",
+            hint="the review builds spec.path from this checkout: a Kustomization of "
+            "another repository or branch cannot be reviewed with it",
+        ) from None
     objects = yamlio.load_documents(
         tree.text, source=f"{kustomization.source} (build)", cache=False
     )

@@ -15,9 +15,9 @@ from reviewer.sources import flux_artifacts
 
 API_GROUP = "kustomize.toolkit.fluxcd.io"
 _STRATEGIES = ("WithVariables", "Always")
-# Sources whose content is not laid out as a repository: spec.path is relative to an
-# artifact the controllers assemble (ArtifactGenerator) or to a bucket, never to the checkout.
-_UNSUPPORTED_SOURCES = ("ExternalArtifact", "Bucket")
+# Sources whose content is not this checkout: spec.path is relative to an artifact (pushed
+# to a registry, or assembled by an ArtifactGenerator) or to a bucket, never to the checkout.
+_UNSUPPORTED_SOURCES = ("ExternalArtifact", "OCIRepository", "Bucket")
 _NO_ARTIFACTS: flux_artifacts.Artifacts = {}
 
 
@@ -54,6 +54,8 @@ class FluxKustomization:
     common_annotations: Mapping[str, str] = field(default_factory=dict)
     depends_on: tuple[tuple[str, str], ...] = ()
     """`spec.dependsOn` as (namespace, name); the namespace defaults to the Kustomization's."""
+    source_ref: str = ""
+    """`spec.sourceRef` as `<kind> <namespace>/<name>`, for messages."""
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -109,7 +111,14 @@ def decode(
             common.get("annotations"), source, "spec.commonMetadata.annotations"
         ),
         depends_on=_depends_on(spec.get("dependsOn"), source, namespace),
+        source_ref=_source_ref(spec.get("sourceRef"), namespace),
     )
+
+
+def _source_ref(value: Any, namespace: str) -> str:
+    reference = value if isinstance(value, Mapping) else {}
+    other = reference.get("namespace") or namespace
+    return f"{reference.get('kind', 'GitRepository')} {other}/{reference.get('name', '')}"
 
 
 def _artifact_directory(
@@ -128,15 +137,20 @@ def _artifact_directory(
         raise found
     if found is not None:
         return found
-    what = f"{kind} {key[0]}/{key[1]}" if kind == "ExternalArtifact" else kind
+    what = f"{kind} {key[0]}/{key[1]}" if kind != "Bucket" else kind
     raise ConfigError(
         source,
         f"{what} is not supported: spec.path is relative to that artifact, not to this repository",
         field="spec.sourceRef.kind",
-        hint="an ExternalArtifact is read from an ArtifactGenerator below the source's "
-        "paths that copies whole directories of this repository into it; otherwise point "
-        "sourceRef at the GitRepository of this repository",
+        hint=_ARTIFACT_HINT if kind == "ExternalArtifact" else _GIT_HINT,
     )
+
+
+_ARTIFACT_HINT = (
+    "an ExternalArtifact is read from an ArtifactGenerator below the source's paths that "
+    "copies whole directories of this repository into it"
+)
+_GIT_HINT = "point sourceRef at the GitRepository of this repository to review it"
 
 
 def _depends_on(value: Any, source: str, namespace: str) -> tuple[tuple[str, str], ...]:
