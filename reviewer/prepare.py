@@ -30,7 +30,7 @@ from reviewer.side import (
     render_side,
 )
 from reviewer.sops import KeylessMode, SopsDecoder
-from reviewer.sources import registry
+from reviewer.sources import flux, registry
 from reviewer.sources.hierarchy import Hierarchy
 from reviewer.sources.protocol import Source
 from reviewer.tooling import Tooling, Tools, open_tooling
@@ -112,6 +112,8 @@ def prepare_sides(
         config, definitions=request.definitions, templates=request.templates
     )
     sources = _sources(config, layout, config_root)
+    for root in roots if not config.sources else ():
+        sources = (*sources, *flux.added_on(root, sources))  # a cluster the change adds
     options = replace(request.options, layout=layout, sources=sources, nested=config.nested)
     selection = options.selection
     hierarchies = [source for source in sources if isinstance(source, Hierarchy)]

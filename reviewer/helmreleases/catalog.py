@@ -1,7 +1,8 @@
 """The Flux objects below a source's paths: HelmReleases and what they reference.
 
 Every `.yaml`/`.yml` file below the paths is read, except inside Helm charts (a
-directory with `Chart.yaml`) and hidden directories. Documents that are not one of
+directory with `Chart.yaml`), hidden directories and files a kustomization file names
+as patches. Documents that are not one of
 the kinds below are ignored. An object defined twice is an error naming both files.
 """
 
@@ -17,6 +18,7 @@ from reviewer.decode import Field
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.helmreleases import objects, source_objects
 from reviewer.helmreleases.objects import HelmRelease, ObjectRef
+from reviewer.helmreleases.patch_files import patch_files
 from reviewer.helmreleases.source_objects import (
     GitRepository,
     HelmChart,
@@ -66,8 +68,10 @@ def collect(
     `namespace`."""
     catalog = Catalog()
     for path in paths:
-        for source in _files(root, path):
-            if any(below(source, directory) for directory in exclude):
+        files = list(_files(root, path))
+        patches = patch_files(root, files)
+        for source in files:
+            if source in patches or any(below(source, directory) for directory in exclude):
                 continue
             try:
                 _read_file(catalog, root, source, namespace)

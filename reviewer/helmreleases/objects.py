@@ -106,6 +106,8 @@ class HelmRelease:
     suspend: bool = False
     skip_schema_validation: bool = False
     """`spec.install.disableSchemaValidation` (the render is an install)."""
+    tests_enabled: bool = False
+    """`spec.test.enable`: helm-controller runs the chart's test hooks after a release."""
 
     @property
     def ref(self) -> ObjectRef:
@@ -174,6 +176,13 @@ def decode_helmrelease(document: Mapping[str, Any], at: Field, *, namespace: str
             decode.optional_map(spec, "install", spec_at),
             "disableSchemaValidation",
             spec_at.key("install"),
+            decode.boolean,
+            False,
+        ),
+        tests_enabled=decode.optional(
+            decode.optional_map(spec, "test", spec_at),
+            "enable",
+            spec_at.key("test"),
             decode.boolean,
             False,
         ),

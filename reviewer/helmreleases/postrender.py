@@ -1,6 +1,9 @@
 """helm-controller's post-render chain as built-in kustomize transformers.
 
-In order: each `postRenderers[i].kustomize` (its patches with their target
+First, unless `spec.test.enable`, the chart's test hooks are dropped: an install or
+upgrade never creates them, only `helm test` does (and they often carry random names,
+which would show as changes on every render). Then, in order: each
+`postRenderers[i].kustomize` (its patches with their target
 selectors, then its images), then `commonMetadata` labels and annotations on
 every object, then the `helm.toolkit.fluxcd.io/name|namespace` labels on every
 object (last, so they win over a common label of the same key). The render stage
@@ -17,6 +20,16 @@ from reviewer.helmreleases.objects import HELM_GROUP, HelmRelease, KustomizePost
 from reviewer.postrender import Patches
 
 _METADATA_SPEC = "metadata/{}"
+# Helm's test hook annotation values (`test-success` is Helm 2's name, still accepted).
+_TEST_HOOKS = "helm.sh/hook in (test,test-success)"
+_DROP_TEST_HOOKS: dict[str, Any] = {
+    "apiVersion": "builtin",
+    "kind": "PatchTransformer",
+    "metadata": {"name": "test-hooks"},
+    # With a target, kustomize applies the patch to every match whatever its kind and name.
+    "patch": "$patch: delete\napiVersion: v1\nkind: Pod\nmetadata:\n  name: test-hook\n",
+    "target": {"annotationSelector": _TEST_HOOKS},
+}
 
 
 def origin_labels(release: HelmRelease) -> dict[str, str]:
@@ -26,7 +39,7 @@ def origin_labels(release: HelmRelease) -> dict[str, str]:
 
 def transformers(release: HelmRelease) -> tuple[dict[str, Any], ...]:
     """The kustomize transformer configs of `release`'s post-render chain, in order."""
-    configs: list[dict[str, Any]] = []
+    configs: list[dict[str, Any]] = [] if release.tests_enabled else [_DROP_TEST_HOOKS]
     for index, renderer in enumerate(release.post_renderers):
         configs.extend(_kustomize(renderer, index))
     if release.common_labels:

@@ -12,7 +12,7 @@ like those in files (reviewer/sources/flux_kustomization_plan.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import decode as decoding
@@ -39,6 +39,9 @@ class Flux:
     name: str
     paths: tuple[str, ...]
     namespace: str = DEFAULT_NAMESPACE
+    detected: bool = field(default=False, compare=False)
+    """Detected, not declared: on a side of the change without its directories (a cluster
+    the change adds or removes) it has no releases, where a declared one is an error."""
 
     def describe(self) -> str:
         """`flux 'clusters': clusters/`."""
@@ -47,6 +50,8 @@ class Flux:
     def plan(self, context: PlanContext) -> Plan:
         """Every selected HelmRelease and Kustomization, planned (the twin plan with secret
         values redacted, and no object sets)."""
+        if self.detected and not any((context.root / path).is_dir() for path in self.paths):
+            return Plan(releases=())
         built = plan_kustomizations(self.name, self.paths, context, namespace=self.namespace)
         planned = plan_helmreleases(
             FluxInputs(
@@ -105,17 +110,29 @@ def detect(root: Path) -> Sequence[Flux]:
     for top in tops:
         clusters = _cluster_directories(root, top)
         if len(clusters) < 2:
-            found.append(Flux(top, (top,)))
+            found.append(Flux(top, (top,), detected=True))
         else:
-            found.extend(Flux(cluster, (f"{top}/{cluster}",)) for cluster in clusters)
+            found.extend(
+                Flux(cluster, (f"{top}/{cluster}",), detected=True) for cluster in clusters
+            )
     built = built_directories(root, found)
     kept = [source for source in found if _top(source.paths[0]) not in built]
     names = [source.name for source in kept]
     # Two directories with a cluster of the same name: the path tells them apart.
     return [
-        source if names.count(source.name) == 1 else Flux(source.paths[0], source.paths)
+        source if names.count(source.name) == 1 else replace(source, name=source.paths[0])
         for source in kept
     ]
+
+
+def added_on(root: Path, sources: Sequence[object]) -> tuple[Flux, ...]:
+    """The flux sources detected in the checkout at `root` (the other side of a change)
+    that `sources`, detected on the base side, lack: a cluster directory the change adds
+    is reviewed, not silently left out. Only next to flux sources detected there."""
+    if not any(isinstance(source, Flux) and source.detected for source in sources):
+        return ()
+    names = {getattr(source, "name", "") for source in sources}
+    return tuple(source for source in detect(root) if source.name not in names)
 
 
 def built_directories(root: Path, sources: Sequence[object]) -> set[str]:

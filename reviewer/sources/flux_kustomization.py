@@ -24,9 +24,11 @@ from typing import Any, Protocol
 
 from reviewer import kustomize_flux, yamlio
 from reviewer.errors import ConfigError, ReviewerError
+from reviewer.helmreleases.patch_files import patch_files
 from reviewer.kustomize import DEFAULT_TIMEOUT
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sources.envsubst import SubstitutionError, expand
+from reviewer.sources.flux_artifacts import Artifacts, find_artifacts
 from reviewer.sources.flux_kustomization_spec import (
     API_GROUP,
     FluxKustomization,
@@ -87,14 +89,25 @@ def build(
     """The objects `kustomization` applies, built from the repository at `root`."""
     # Relative to the repository root even when written absolute, as the controller joins it.
     directory = root / kustomization.path.lstrip("/")
-    tree = kustomize_flux.build_flux_tree(
-        root,
-        directory,
-        kustomization.fields,
-        source=kustomization.source,
-        kubectl=kubectl,
-        timeout=timeout,
-    )
+    try:
+        tree = kustomize_flux.build_flux_tree(
+            root,
+            directory,
+            kustomization.fields,
+            source=kustomization.source,
+            kubectl=kubectl,
+            timeout=timeout,
+        )
+    except ConfigError as error:
+        if error.field != "spec.path" or directory.is_dir() or not kustomization.source_ref:
+            raise
+        raise ConfigError(
+            kustomization.source,
+            f"names no directory in the repository (read from {kustomization.source_ref})",
+            field="spec.path",
+            hint="the review builds spec.path from this checkout: a Kustomization of "
+            "another repository or branch cannot be reviewed with it",
+        ) from None
     objects = yamlio.load_documents(
         tree.text, source=f"{kustomization.source} (build)", cache=False
     )
@@ -303,16 +316,18 @@ class Result:
 def find_in_files(root: Path, paths: Sequence[str]) -> list[Result]:
     """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs
     skipped); one that does not decode is a result with its error."""
+    documents = _documents_below(root, paths)
+    artifacts = find_artifacts(documents)
     found = []
-    for source, document in _documents_below(root, paths):
+    for source, document in documents:
         if is_kustomization(document):
-            found.append(_decoded(document, source))
+            found.append(_decoded(document, source, artifacts))
     return found
 
 
-def _decoded(document: Mapping[str, Any], source: str) -> Result:
+def _decoded(document: Mapping[str, Any], source: str, artifacts: Artifacts) -> Result:
     try:
-        return Result(decode(document, source=source))
+        return Result(decode(document, source=source, artifacts=artifacts))
     except ReviewerError as error:
         metadata = document.get("metadata")
         metadata = metadata if isinstance(metadata, Mapping) else {}
@@ -328,17 +343,43 @@ def _decoded(document: Mapping[str, Any], source: str) -> Result:
 
 def repository_lookup(root: Path, paths: Sequence[str]) -> ObjectLookup:
     """ConfigMaps and Secrets in the YAML files below `paths`, for `substituteFrom`."""
-    objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-    for _, document in _documents_below(root, paths):
+    return _lookup_in(_variable_objects(root, paths))
+
+
+def _lookup_in(
+    objects: Mapping[tuple[str, str, str], tuple[str, Mapping[str, Any]]],
+) -> ObjectLookup:
+    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        found = objects.get((kind, namespace, name))
+        return None if found is None else found[1]
+
+    return lookup
+
+
+def _variable_objects(
+    root: Path, paths: Sequence[str]
+) -> dict[tuple[str, str, str], tuple[str, Mapping[str, Any]]]:
+    """(kind, namespace, name) of each ConfigMap and Secret below `paths` → (file, object)."""
+    objects: dict[tuple[str, str, str], tuple[str, Mapping[str, Any]]] = {}
+    for source, document in _documents_below(root, paths):
         if document.get("apiVersion") == "v1" and document.get("kind") in ("ConfigMap", "Secret"):
             metadata = document.get("metadata") or {}
             key = (document["kind"], metadata.get("namespace") or "default", metadata.get("name"))
-            objects.setdefault((str(key[0]), str(key[1]), str(key[2])), document)
+            objects.setdefault((str(key[0]), str(key[1]), str(key[2])), (source, document))
+    return objects
 
-    def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return objects.get((kind, namespace, name))
 
-    return lookup
+def _variable_files(
+    kustomization: FluxKustomization,
+    objects: Mapping[tuple[str, str, str], tuple[str, Mapping[str, Any]]],
+) -> frozenset[str]:
+    """The files of the `substituteFrom` objects `kustomization` read: inputs of its build."""
+    references = kustomization.post_build.substitute_from if kustomization.post_build else ()
+    return frozenset(
+        objects[key][0]
+        for key in ((r.kind, kustomization.namespace, r.name) for r in references)
+        if key in objects
+    )
 
 
 def build_all(
@@ -357,7 +398,9 @@ def build_all(
     failure (a strict substitution, a path leaving the repository, a `dependsOn` loop)
     is that Kustomization's alone.
     """
-    lookup = repository_lookup(root, paths)
+    variable_objects = _variable_objects(root, paths)
+    artifacts = find_artifacts(_documents_below(root, paths))
+    lookup = _lookup_in(variable_objects)
     in_files = _unique(find_in_files(root, paths))
     done: dict[tuple[str, str], Result] = {
         r.kustomization.identity: r for r in in_files if r.error is not None
@@ -382,10 +425,13 @@ def build_all(
         except ReviewerError as error:
             done[identity] = Result(kustomization, error=error)
         else:
-            done[identity] = Result(kustomization, built)
+            files = built.files | _variable_files(kustomization, variable_objects)
+            done[identity] = Result(kustomization, replace(built, files=files))
             for document in built.objects:
                 if is_kustomization(document):
-                    child = _decoded(document, f"{kustomization.source} ({kustomization.path})")
+                    child = _decoded(
+                        document, f"{kustomization.source} ({kustomization.path})", artifacts
+                    )
                     child = _declared_in(child, declared)
                     if child.kustomization.identity in done:
                         continue
@@ -501,8 +547,12 @@ def _documents_below(root: Path, paths: Sequence[str]) -> list[tuple[str, dict[s
         top = root / path
         if not top.is_dir():
             continue  # the HelmRelease catalog reports a missing path
-        for file in _yaml_files(root, top):
-            source = file.relative_to(root).as_posix()
+        files = [file.relative_to(root).as_posix() for file in _yaml_files(root, top)]
+        patches = patch_files(root, files)
+        for source in files:
+            if source in patches:
+                continue  # a partial object kustomize merges into another
+            file = root / source
             try:
                 text = yamlio.read_text(file, source=source)
                 documents = yamlio.load_documents(text, source=source)

@@ -11,9 +11,14 @@ from typing import Any
 
 from reviewer import kustomize_flux
 from reviewer.errors import ConfigError
+from reviewer.sources import flux_artifacts
 
 API_GROUP = "kustomize.toolkit.fluxcd.io"
 _STRATEGIES = ("WithVariables", "Always")
+# Sources whose content is not this checkout: spec.path is relative to an artifact (pushed
+# to a registry, or assembled by an ArtifactGenerator) or to a bucket, never to the checkout.
+_UNSUPPORTED_SOURCES = ("ExternalArtifact", "OCIRepository", "Bucket")
+_NO_ARTIFACTS: flux_artifacts.Artifacts = {}
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class FluxKustomization:
     common_annotations: Mapping[str, str] = field(default_factory=dict)
     depends_on: tuple[tuple[str, str], ...] = ()
     """`spec.dependsOn` as (namespace, name); the namespace defaults to the Kustomization's."""
+    source_ref: str = ""
+    """`spec.sourceRef` as `<kind> <namespace>/<name>`, for messages."""
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -62,12 +69,22 @@ def is_kustomization(document: Mapping[str, Any]) -> bool:
     return document.get("kind") == "Kustomization" and api_version.startswith(f"{API_GROUP}/")
 
 
-def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
-    """A Flux Kustomization from its document; errors name `source` and the field."""
+def decode(
+    document: Mapping[str, Any],
+    *,
+    source: str,
+    artifacts: flux_artifacts.Artifacts = _NO_ARTIFACTS,
+) -> FluxKustomization:
+    """A Flux Kustomization from its document; errors name `source` and the field. A path
+    in one of `artifacts` (ExternalArtifacts of this repository) becomes a repository path."""
     metadata = _mapping(document.get("metadata"), source, "metadata")
     spec = _mapping(document.get("spec"), source, "spec")
     name = _string(metadata.get("name"), source, "metadata.name", required=True)
+    namespace = _string(metadata.get("namespace"), source, "metadata.namespace") or "default"
     path = _string(spec.get("path"), source, "spec.path") or "./"
+    directory = _artifact_directory(spec.get("sourceRef"), source, namespace, artifacts)
+    if directory is not None:
+        path = flux_artifacts.in_repository(directory, path, source=source)
     fields = kustomize_flux.FluxFields(
         target_namespace=_string(spec.get("targetNamespace"), source, "spec.targetNamespace"),
         name_prefix=_string(spec.get("namePrefix"), source, "spec.namePrefix"),
@@ -81,7 +98,6 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
         ignore_missing_components=bool(spec.get("ignoreMissingComponents", False)),
     )
     common = _mapping(spec.get("commonMetadata"), source, "spec.commonMetadata")
-    namespace = _string(metadata.get("namespace"), source, "metadata.namespace") or "default"
     return FluxKustomization(
         name=name,
         namespace=namespace,
@@ -95,7 +111,46 @@ def decode(document: Mapping[str, Any], *, source: str) -> FluxKustomization:
             common.get("annotations"), source, "spec.commonMetadata.annotations"
         ),
         depends_on=_depends_on(spec.get("dependsOn"), source, namespace),
+        source_ref=_source_ref(spec.get("sourceRef"), namespace),
     )
+
+
+def _source_ref(value: Any, namespace: str) -> str:
+    reference = value if isinstance(value, Mapping) else {}
+    other = reference.get("namespace") or namespace
+    return f"{reference.get('kind', 'GitRepository')} {other}/{reference.get('name', '')}"
+
+
+def _artifact_directory(
+    value: Any, source: str, namespace: str, artifacts: flux_artifacts.Artifacts
+) -> str | None:
+    """The repository directory an ExternalArtifact `sourceRef` shows (None for a source
+    whose paths are the repository's). A source whose paths are not paths of this
+    repository is refused, never built from a directory that happens to share its name."""
+    reference = _mapping(value, source, "spec.sourceRef")
+    kind = reference.get("kind")
+    if kind not in _UNSUPPORTED_SOURCES:
+        return None
+    key = (str(reference.get("namespace") or namespace), str(reference.get("name")))
+    found = artifacts.get(key) if kind == "ExternalArtifact" else None
+    if isinstance(found, ConfigError):
+        raise found
+    if found is not None:
+        return found
+    what = f"{kind} {key[0]}/{key[1]}" if kind != "Bucket" else kind
+    raise ConfigError(
+        source,
+        f"{what} is not supported: spec.path is relative to that artifact, not to this repository",
+        field="spec.sourceRef.kind",
+        hint=_ARTIFACT_HINT if kind == "ExternalArtifact" else _GIT_HINT,
+    )
+
+
+_ARTIFACT_HINT = (
+    "an ExternalArtifact is read from an ArtifactGenerator below the source's paths that "
+    "copies whole directories of this repository into it"
+)
+_GIT_HINT = "point sourceRef at the GitRepository of this repository to review it"
 
 
 def _depends_on(value: Any, source: str, namespace: str) -> tuple[tuple[str, str], ...]:
