@@ -75,17 +75,28 @@ def file_digests(root: Path) -> dict[str, str]:
     and a deployment reading one is never reused.
     """
     digests: dict[str, str] = {}
+    real_root = os.path.realpath(root)
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = [d for d in subdirectories if d != ".git"]
         for name in files:
             if name == ".git":  # a worktree's link to its repository
                 continue
             path = Path(directory) / name
-            if path.is_file():
-                digests[path.relative_to(root).as_posix()] = hashlib.sha256(
-                    path.read_bytes()
-                ).hexdigest()
+            digest = _digest(path, real_root)
+            if digest is not None:
+                digests[path.relative_to(root).as_posix()] = digest
     return digests
+
+
+def _digest(path: Path, real_root: str) -> str | None:
+    """The file's sha256; a link leading out of the checkout is known by its target's
+    name only, as nothing outside the checkout is ever read."""
+    target = os.path.realpath(path)
+    if os.path.commonpath([real_root, target]) != real_root:
+        return "outside:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
+    if not os.path.isfile(target):
+        return None
+    return hashlib.sha256(Path(target).read_bytes()).hexdigest()
 
 
 def _ignored(name: str, ignored: tuple[str, ...]) -> bool:

@@ -20,7 +20,7 @@ from test_nested_releases import FLEET_SOURCE, HIERARCHY_BOOTSTRAP, LEAF
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.reuse import Reuse, changes_between
+from reviewer.reuse import Reuse, changes_between, file_digests
 from reviewer.side import SideOptions, plan_twins, render_side
 from reviewer.tooling import Tooling, open_tooling
 
@@ -205,3 +205,24 @@ def test_a_change_only_a_nested_release_reads_is_not_missed(
     _compare(git_repo.root, tmp_path, capsys)
     report = json.loads((tmp_path / "fast.json").read_bytes())
     assert report["summary"]["releases"]["changed"] == 1
+
+
+def test_file_digests_never_read_a_file_outside_the_checkout(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("first")
+    checkout = tmp_path / "checkout"
+    (checkout / "deployments").mkdir(parents=True)
+    (checkout / "deployments" / "inside.yaml").write_text("a: 1\n")
+    (checkout / "deployments" / "link.yaml").symlink_to(outside)
+    (checkout / "deployments" / "alias.yaml").symlink_to("inside.yaml")
+
+    before = file_digests(checkout)
+    outside.write_text("second")
+    after = file_digests(checkout)
+
+    # The outside file's content never counts; a link inside the checkout reads its target.
+    assert before == after
+    assert before["deployments/alias.yaml"] == before["deployments/inside.yaml"]
+    (checkout / "deployments" / "link.yaml").unlink()
+    (checkout / "deployments" / "link.yaml").symlink_to(tmp_path / "elsewhere.txt")
+    assert file_digests(checkout)["deployments/link.yaml"] != after["deployments/link.yaml"]
