@@ -295,6 +295,8 @@ def plan_twins(
     inherited = reused & reuse.basis.secret_keys if reuse is not None else frozenset()
     # Secrets of object sets (SOPS files that are objects) are paired where they are read.
     objects = frozenset(real.replacements)
+    if real.replacements and real.releases:
+        recording.used = True  # a release may read a Secret a build decrypted (Flux Kustomization)
     if not recording.used and not inherited:
         return PlannedSide(real, real, dict(real.replacements), objects, choosing.seen, reused)
     needed = _secret_keys(planned, choosing, recording)

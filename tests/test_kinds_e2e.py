@@ -1,10 +1,10 @@
-"""The same end-to-end rules for every source kind (issue 17): hierarchy, manifests, generated
-and flux HelmReleases.
+"""The same end-to-end rules for every source kind (issue 17): hierarchy, manifests, generated,
+flux HelmReleases, flux Kustomizations and Kraan layers.
 
-Each kind builds a real git repository (main, then a `feature` branch) with a SOPS secret
-encrypted by the real sops; charts are local (hierarchy) or served by the loopback chart
-repository (flux). Every test runs the real CLI: the report and the sticky comment, the leak
-guard, hostile names, sharding, exit codes and `reviewer explain`.
+Each kind builds a real git repository (tests/kinds_repos.py: main, then a `feature` branch)
+with a SOPS secret encrypted by the real sops; charts are local (hierarchy) or served by the
+loopback chart repository (flux, kraan). Every test runs the real CLI: the report and the
+sticky comment, the leak guard, hostile names, sharding, exit codes and `reviewer explain`.
 """
 
 from __future__ import annotations
@@ -14,46 +14,35 @@ import importlib.util
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import AgeIdentity
 from chartrepo import ChartRepository
 from conftest import GitRepo, git
-from flux_repo import app_chart_files, chart_spec, helm_repository, helmrelease, write_chart_dir
-from manifests_repo import SERVICE, write_manifests
+from flux_repo import app_chart_files, chart_spec, helmrelease, write_chart_dir
+from kinds_repos import (
+    FLUX,
+    FLUX_KUSTOMIZATION,
+    GENERATED,
+    HIERARCHY,
+    KRAAN,
+    LEAKY_TEMPLATE,
+    MANIFESTS,
+    NEW_SECRET,
+    SECRET,
+    Env,
+    Kind,
+)
 
 from reviewer.cli import main
 from reviewer.comment import balance_problems
 from reviewer.errors import ExitStatus
 
-SECRET = "k1nds-S3cret-Value-9731"
-NEW_SECRET = "k1nds-N3w-Secret-2584"
-HOSTILE = "x ![t](https:evil.example) @acme <img src=x> ``` #1 <!-- hidden <details>"
 PR_FACTS = ["--pr", "7", "--repository", "acme/fleet", "--run-url", "https://ci.example/1"]
-
-# Every Helm chart here shows the secret plainly and transformed: the leak guard's targets.
-LEAKY_TEMPLATE = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-  namespace: {{ .Release.Namespace }}
-data:
-  replicas: {{ .Values.replicas | quote }}
-  password: {{ .Values.db.pass | quote }}
-  encoded: {{ .Values.db.pass | b64enc | quote }}
-  shouted: {{ .Values.db.pass | upper | quote }}
-"""
-LEAKY_CHART = {
-    "Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.0.0\n",
-    "values.yaml": "replicas: 1\ndb: {pass: ''}\n",
-    "templates/config.yaml": LEAKY_TEMPLATE,
-}
 
 
 def _redteam(name: str) -> ModuleType:
@@ -84,207 +73,6 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
-def secret_document(password: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "db", "namespace": "apps"},
-        "type": "Opaque",
-        "data": {"encoded": base64.b64encode(password.encode()).decode()},
-        "stringData": {"password": password},
-    }
-
-
-def encrypt_secret(directory: Path, password: str, identity: AgeIdentity, name: str) -> None:
-    """A Secret encrypted by the real sops (only `data` and `stringData`)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    regex = ("--encrypted-regex", "^(data|stringData)$")
-    encrypt(directory, secret_document(password), identity, *regex, name=name)
-
-
-# --- the kinds --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Env:
-    """What a kind's repository may use: the sops identity and the loopback chart server."""
-
-    identity: AgeIdentity
-    charts: ChartRepository
-
-
-@dataclass(frozen=True)
-class Target:
-    """`--cluster/--deployment/--release` of one release or object set, and its files."""
-
-    cluster: str
-    deployment: str
-    release: str
-    built_from: str
-    """A file (or directory) it is built from, which `change` edits."""
-
-    def argv(self) -> list[str]:
-        return [
-            "--cluster",
-            self.cluster,
-            "--deployment",
-            self.deployment,
-            "--release",
-            self.release,
-        ]
-
-
-@dataclass(frozen=True)
-class Kind:
-    """How one kind writes its repository, a change, a failure, a hostile name, bad settings."""
-
-    name: str
-    write: Callable[[GitRepo, Env, int, str], None]
-    """Write (or rewrite) the repository: replicas and the secret's value."""
-    fail: Callable[[GitRepo], None]
-    """Make one release or object set fail to render."""
-    hostile: Callable[[GitRepo, Env], None]
-    """Put HOSTILE into a name the pull request controls."""
-    bad_source: str
-    """A `.reviewer.yaml` source entry of this kind with a bad field ..."""
-    bad_field: str
-    """... naming this field."""
-    target: Target
-    changed: str
-    """The release id (as in the report) `change` changes."""
-    flags: tuple[str, ...] = ()
-
-
-# hierarchy: three clusters, the secret in a SOPS values file of each deployment.
-H_DEPLOYMENT = "apps: [{template: app, secrets: [values.sops.yaml]}]\n"
-H_CLUSTERS = ("prod/eu", "prod/us", "dev/a")
-
-
-def write_hierarchy(repo: GitRepo, env: Env, replicas: int, password: str) -> None:
-    repo.add_chart("charts/app", LEAKY_CHART)
-    repo.add_template("app", "releases:\n  - name: app\n    chart: ../../charts/app\n")
-    repo.write("deployments/global.values.yaml", f"replicas: {replicas}\n")
-    for cluster in H_CLUSTERS:
-        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
-        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", H_DEPLOYMENT)
-    target = repo.root / "deployments/prod/eu/apps/web"
-    encrypt(target, {"db": {"pass": password}}, env.identity, name="values.sops.yaml")
-    for cluster in H_CLUSTERS[1:]:
-        shutil.copy(target / "values.sops.yaml", repo.root / f"deployments/{cluster}/apps/web")
-
-
-def fail_hierarchy(repo: GitRepo) -> None:
-    repo.write("deployments/dev/a/apps/broken/deployment.yaml", "apps: [{template: missing}]\n")
-
-
-def hostile_hierarchy(repo: GitRepo, env: Env) -> None:
-    repo.write(f"deployments/prod/eu/apps/{HOSTILE}/deployment.yaml", "apps: [{template: app}]\n")
-
-
-HIERARCHY = Kind(
-    name="hierarchy",
-    write=write_hierarchy,
-    fail=fail_hierarchy,
-    hostile=hostile_hierarchy,
-    bad_source="{name: fleet, kind: hierarchy, paths: [deployments, more]}",
-    bad_field="sources[0].paths",
-    target=Target("prod/eu", "web", "app", "deployments/global.values.yaml"),
-    changed="prod/eu/web/app",
-)
-
-
-# manifests: three detected sources (apps, bosh, kustomize), a SOPS Secret in apps/web.
-def write_plain(repo: GitRepo, env: Env, replicas: int, password: str, prefix: str = "") -> None:
-    write_manifests(repo, replicas=replicas, overlay_replicas=replicas + 1, prefix=prefix)
-    encrypt_secret(repo.root / f"{prefix}apps/web", password, env.identity, "db.sops.yaml")
-
-
-def fail_plain(repo: GitRepo, prefix: str = "") -> None:
-    repo.write(f"{prefix}apps/broken/bad.yaml", "apiVersion: v1\nkind: [unclosed\n")
-
-
-def hostile_plain(repo: GitRepo, env: Env, prefix: str = "") -> None:
-    repo.write(f"{prefix}apps/{HOSTILE}.yaml", SERVICE.replace("name: web", "name: hostile"))
-
-
-MANIFESTS = Kind(
-    name="manifests",
-    write=write_plain,
-    fail=fail_plain,
-    hostile=hostile_plain,
-    bad_source="{name: apps, kind: manifests, paths: [../outside]}",
-    bad_field="sources[0].paths[0]",
-    target=Target("apps", "web", "deployment.yaml", "apps/web/deployment.yaml"),
-    changed="apps/web/deployment.yaml",
-)
-
-
-# generated: a converter copying src/ (the same manifests) into its output, in the sandbox.
-GENERATOR = 'cp -R . "$OUT"/'
-GENERATED_SETTINGS = (
-    "sources:\n"
-    "  - {name: gen, kind: generated, paths: [src], command: [sh, -c, '" + GENERATOR + "']}\n"
-)
-
-
-def write_generated(repo: GitRepo, env: Env, replicas: int, password: str) -> None:
-    repo.write(".reviewer.yaml", GENERATED_SETTINGS)
-    write_plain(repo, env, replicas, password, prefix="src/")
-
-
-GENERATED = Kind(
-    name="generated",
-    write=write_generated,
-    fail=lambda repo: fail_plain(repo, prefix="src/"),
-    hostile=lambda repo, env: hostile_plain(repo, env, prefix="src/"),
-    bad_source="{name: gen, kind: generated, paths: [src], command: []}",
-    bad_field="sources[0].command",
-    target=Target("gen", "apps/web", "deployment.yaml", "src"),
-    changed="gen/apps/web/deployment.yaml",
-)
-
-
-# flux: two detected sources (clusters, platform), the secret reaching values by valuesFrom.
-def flux_release(name: str, replicas: int, **extra: Any) -> str:
-    return helmrelease(
-        name,
-        chart=chart_spec("app", "charts"),
-        valuesFrom=[
-            {"kind": "Secret", "name": "db", "valuesKey": "password", "targetPath": "db.pass"}
-        ],
-        values={"replicas": replicas},
-        **extra,
-    )
-
-
-def write_flux(repo: GitRepo, env: Env, replicas: int, password: str) -> None:
-    for top, name in (("clusters/prod", "web"), ("platform", "ops")):
-        repo.write(f"{top}/repo.yaml", helm_repository("charts", env.charts.url))
-        repo.write(f"{top}/{name}.yaml", flux_release(name, replicas))
-        encrypt_secret(repo.root / top, password, env.identity, "db.yaml")
-
-
-def fail_flux(repo: GitRepo) -> None:
-    release = helmrelease("broken", chart=chart_spec("app", "no-such-repository"))
-    repo.write("platform/broken.yaml", release)
-
-
-def hostile_flux(repo: GitRepo, env: Env) -> None:
-    repo.write("clusters/prod/hostile.yaml", flux_release(HOSTILE, 1))
-
-
-FLUX = Kind(
-    name="flux",
-    write=write_flux,
-    fail=fail_flux,
-    hostile=hostile_flux,
-    bad_source="{name: clusters, kind: flux, paths: [clusters], namespace: ''}",
-    bad_field="sources[0].namespace",
-    target=Target("clusters", "apps", "web", "clusters/prod/web.yaml"),
-    changed="clusters/apps/web",
-    flags=("--allow-loopback-charts",),
-)
-
 KINDS = [
     pytest.param(HIERARCHY, id="hierarchy"),
     pytest.param(MANIFESTS, id="manifests"),
@@ -296,6 +84,8 @@ KINDS = [
         ),
     ),
     pytest.param(FLUX, id="flux-helmrelease"),
+    pytest.param(FLUX_KUSTOMIZATION, id="flux-kustomization"),
+    pytest.param(KRAAN, id="kraan"),
 ]
 
 
@@ -411,7 +201,8 @@ def test_no_form_of_a_sops_value_reaches_any_output(
         if form == "json":  # once more with its escapes decoded
             outputs["json decoded"] = json.dumps(json.loads(out), ensure_ascii=False)
     # Shown redacted: shape-preserving Helm values, Secret markers for Secret objects.
-    assert "REDAC" in outputs["diff text"] or "<secret:" in outputs["diff text"]
+    if kind.secret_rendered:
+        assert "REDAC" in outputs["diff text"] or "<secret:" in outputs["diff text"]
     code, out, err = run(
         ["render", str(repo.root), *kind.flags, "--out", str(tmp_path / "r")], capsys
     )
@@ -572,7 +363,7 @@ def test_explain_names_the_files_a_release_is_built_from_and_which_changed(
     assert f"\n  {target.built_from}" in changed or changed.startswith(
         f" (1):\n  {target.built_from}"
     )
-    if kind in (HIERARCHY, FLUX):  # Helm releases: every value and where it came from
+    if kind.helm_values:  # Helm releases: every value and where it came from
         assert "replicas: 3  ← " in built
     else:
         assert "an object set built by its source (no Helm values)" in err
@@ -605,7 +396,7 @@ def test_explain_names_the_nearest_source_or_location_when_nothing_matches(
         assert code == ExitStatus.USAGE
         assert f"--deployment {target.deployment}x: nothing is planned there" in err
         assert f"did you mean: {target.deployment}" in err
-    if kind not in (HIERARCHY, FLUX):
+    if not kind.helm_values:
         code, _, err = run(["values", str(repo.root), *target.argv()], capsys)
         assert code == ExitStatus.USAGE and "not a Helm release: it has no values" in err
 

@@ -17,6 +17,8 @@ HelmReleases in the files below its path fail with it instead of looking removed
 
 from __future__ import annotations
 
+import base64
+import binascii
 import shlex
 import weakref
 from collections.abc import Mapping, Sequence
@@ -182,8 +184,21 @@ def _redacted(document: dict[str, Any], replacements: Mapping[str, str]) -> dict
     """`document` with every secret in its strings replaced by its redacted form."""
     if not replacements:
         return document
-    redacted: dict[str, Any] = _replace(document, sorted(replacements.items(), key=_longest))
+    pairs = sorted(replacements.items(), key=_longest)
+    redacted: dict[str, Any] = _replace(document, pairs)
+    data = document.get("data")
+    if document.get("kind") == "Secret" and isinstance(data, Mapping):
+        # Redacted inside its base64, so the twin's Secret stays valid and its values redacted.
+        redacted["data"] = {key: _redacted_base64(value, pairs) for key, value in data.items()}
     return redacted
+
+
+def _redacted_base64(value: Any, pairs: Sequence[tuple[str, str]]) -> Any:
+    try:
+        text = base64.b64decode(str(value), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return _replace(value, pairs)
+    return base64.b64encode(str(_replace(text, pairs)).encode()).decode()
 
 
 def _longest(pair: tuple[str, str]) -> int:
