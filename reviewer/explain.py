@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -350,12 +350,31 @@ def no_effect(
 def _changed_layers(
     old: Iterable[Layer], new: Iterable[Layer], wanted: set[str]
 ) -> Iterable[tuple[str, dict[str, Any], dict[str, Any]]]:
+    old, new = list(old), list(new)
     before = {layer.source: layer.values for layer in old}
     after = {layer.source: layer.values for layer in new}
+    moved = _moved(old, new)
     # Only files the head side reads: a deleted file has no values left to take effect.
     for source in sorted(after):
-        if source in wanted and before.get(source) != after.get(source):
-            yield source, before.get(source, {}), after[source]
+        previous = before.get(source, before.get(moved.get(source, ""), {}))
+        if source in wanted and previous != after[source]:
+            yield source, previous, after[source]
+
+
+def _moved(old: Sequence[Layer], new: Sequence[Layer]) -> dict[str, str]:
+    """{head source: base source} for files renamed or moved: a source only the head reads,
+    paired with one of the same level only the base reads, in order."""
+    old_sources = {layer.source for layer in old}
+    new_sources = {layer.source for layer in new}
+    gone: dict[str, list[str]] = {}
+    for layer in old:
+        if layer.source not in new_sources:
+            gone.setdefault(layer.level, []).append(layer.source)
+    pairs: dict[str, str] = {}
+    for layer in new:
+        if layer.source not in old_sources and gone.get(layer.level):
+            pairs[layer.source] = gone[layer.level].pop(0)
+    return pairs
 
 
 def _reason(finding: _Finding) -> str:

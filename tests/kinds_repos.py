@@ -362,7 +362,8 @@ def fail_kraan(repo: GitRepo) -> None:
 
 
 def hostile_kraan(repo: GitRepo, env: Env) -> None:
-    repo.write("addons/apps/hostile.yaml", kraan_release(HOSTILE, 1))
+    repo.write("layers/hostile.yaml", addons_layer(HOSTILE, "./addons/hostile"))
+    repo.write("addons/hostile/hostile.yaml", kraan_release(HOSTILE, 1))
 
 
 KRAAN = Kind(

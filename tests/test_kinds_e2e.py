@@ -171,7 +171,7 @@ def test_the_report_and_the_sticky_comment_have_the_same_shape_for_every_kind(
     assert code == ExitStatus.OK, err
     assert balance_problems(markdown) == []
     assert markdown.startswith("## :mag: reviewer: ")
-    assert f"<summary>~ <code>{kind.changed}</code> changed</summary>" in markdown
+    assert f"<summary>~ <code>{kind.changed}</code> changed" in markdown
 
     merged = merge_ref(repo, head)
     code, comment, err = ci(kind, repo, head, capsys, "--repo", str(repo.root), "--dry-run")
@@ -180,7 +180,7 @@ def test_the_report_and_the_sticky_comment_have_the_same_shape_for_every_kind(
     body = comment.split("\n", 1)[1]
     assert body.startswith("<!-- reviewer:sticky key=default part=1/1 sha=")
     assert merged[:7] in body or head[:7] in body
-    assert f"<summary>~ <code>{kind.changed}</code> changed</summary>" in body
+    assert f"<summary>~ <code>{kind.changed}</code> changed" in body
     assert balance_problems(body) == []
 
 
@@ -521,3 +521,58 @@ def flux_object(kind: str, name: str, **fields: Any) -> str:
         **fields,
     }
     return json.dumps(document) + "\n"
+
+
+# --- explain: moved files and the object sets of Flux Kustomizations ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "moves"),
+    [
+        pytest.param(KRAAN, ("addons/apps/web.yaml", "addons/base/web.yaml"), id="kraan-layer"),
+        pytest.param(FLUX, ("clusters/prod/web.yaml", "clusters/prod/web-release.yaml"), id="flux"),
+    ],
+)
+def test_a_moved_release_file_reports_no_unchanged_value_as_without_effect(
+    kind: Kind, moves: tuple[str, str], tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(kind, tmp_path, env)
+    change(kind, repo, env)
+    old, new = moves
+    git(repo.root, "mv", old, new)
+    repo.commit("move the release's file")
+    code, out, err = diff(kind, repo, capsys, "--format", "json")
+    assert code == ExitStatus.OK, err
+    report = json.loads(out)
+    assert report["explain"]["noEffect"] == [], "an unchanged value of a moved file is no edit"
+    [scaled] = [r for r in report["releases"] if r["release"] == "web"]
+    assert [v["change"] for v in scaled["values"]] == ["replicas: 2 → 3"]
+    code, text, err = diff(kind, repo, capsys)
+    assert "had no effect" not in text + err
+
+
+def test_explain_of_a_kustomizations_object_set_names_its_substitution_sources(
+    tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = on_main(FLUX_KUSTOMIZATION, tmp_path, env)
+    change(FLUX_KUSTOMIZATION, repo, env, password=NEW_SECRET)
+    where = ["--cluster", "prod", "--deployment", "flux-system/apps", "--release", "kustomization"]
+    code, out, err = run(["explain", str(repo.root), *where, "--base", "main"], capsys)
+    assert code == ExitStatus.OK, err
+    assert "prod/flux-system/apps/kustomization: an object set built by its source" in err
+    built, changed = out.split("changed since main")
+    # The Kustomization, its tree, and the ConfigMap and Secret its substituteFrom reads.
+    assert built == (
+        "built from (7):\n  apps/db.yaml\n  apps/repo.yaml\n  apps/settings.yaml\n"
+        "  apps/web.yaml\n  clusters/prod/apps.yaml\n  clusters/prod/secrets.yaml\n"
+        "  clusters/prod/vars.yaml\n"
+    )
+    assert changed == (
+        " (3):\n  apps/db.yaml\n  clusters/prod/secrets.yaml\n  clusters/prod/vars.yaml\n"
+    )
+    report = json.loads(diff(FLUX_KUSTOMIZATION, repo, capsys, "--format", "json")[1])
+    radius = {impact["file"]: impact["releases"] for impact in report["explain"]["blastRadius"]}
+    assert radius["clusters/prod/vars.yaml"] == [
+        "prod/apps/web",
+        "prod/flux-system/apps/kustomization",
+    ]

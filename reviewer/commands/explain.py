@@ -117,6 +117,8 @@ def _not_found(args: ReleaseArgs, plan: Plan, everywhere: SideOptions) -> UsageP
     decoder = SopsDecoder(keyless=KeylessMode.ALWAYS)  # names only: no secret is needed
     whole = plan_side(args.repo, options=everywhere, renderer=TemplateRenderer(), secrets=decoder)
     locations = [r.id.deployment for r in whole.releases] + [r.id.deployment for r in whole.objects]
+    # A location whose releases fail to plan without keys is still one to suggest.
+    locations += [e.deployment for e in whole.errors if e.deployment != "*"]
     return UsageProblem(
         f"--deployment {args.deployment}: nothing is planned there in '{args.cluster}'"
         + did_you_mean(args.deployment, locations),

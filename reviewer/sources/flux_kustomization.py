@@ -382,6 +382,20 @@ def _variable_files(
     )
 
 
+def variable_files(root: Path, paths: Sequence[str], kustomization: FluxKustomization) -> set[str]:
+    """The files of the ConfigMaps and Secrets its `substituteFrom` reads (as `repository_lookup`
+    finds them): inputs of what it builds."""
+    post_build = kustomization.post_build or PostBuild()
+    wanted = {(r.kind, kustomization.namespace, r.name) for r in post_build.substitute_from}
+    files: dict[tuple[str, str, str], str] = {}
+    for file, document in _documents_below(root, paths) if wanted else ():
+        metadata = document.get("metadata") or {}
+        key = (document.get("kind"), metadata.get("namespace") or "default", metadata.get("name"))
+        if document.get("apiVersion") == "v1" and key in wanted:
+            files.setdefault((str(key[0]), str(key[1]), str(key[2])), file)
+    return set(files.values())
+
+
 def build_all(
     root: Path,
     paths: Sequence[str],

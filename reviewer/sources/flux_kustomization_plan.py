@@ -77,6 +77,7 @@ def plan_kustomizations(
     for result in results:
         # What it read, or (failed before reading) the directory it would have built.
         files = frozenset({result.file, *(result.built.files or _owned(result))})
+        files |= fks.variable_files(context.root, paths, result.kustomization)
         origin = f"{_directory(result)} (built by Kustomization {_name(result)})"
         origins[origin] = files
         for document in result.built.objects:

@@ -48,7 +48,7 @@ LAST = "zzz-last-change"
 # HTML reviewer itself writes: details blocks, summaries with <code>, <sub> notes.
 _OUR_INLINE_HTML = {"<code>", "</code>", "<sub>", "</sub>"}
 _OUR_BLOCK_LINE = re.compile(r"<details>|</details>|<summary>.*</summary>|<!-- reviewer:sticky .*")
-_OUR_HEADINGS = (":x:", ":mag:", ":white_check_mark:")
+_OUR_HEADINGS = (":x:", ":mag:", ":white_check_mark:", "Layer `")
 _PARSER = MarkdownIt("commonmark").enable("table")
 
 
