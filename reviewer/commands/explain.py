@@ -17,7 +17,7 @@ from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
 from reviewer.explain import affected_by, changed_files, leaf_provenance
 from reviewer.filters import check_cluster, did_you_mean
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.model import ReleaseId
+from reviewer.model import LAYER_LABEL, ReleaseId
 from reviewer.paths import inside
 from reviewer.plan import Plan, ReleasePlan
 from reviewer.proc import Programs
@@ -158,6 +158,9 @@ def explain(
         _files(args.repo, found.inputs, since, console)
         return ExitStatus.OK
     console = console.guarded(found.guard.check)
+    layer = found.twin.labels.get(LAYER_LABEL)
+    if layer is not None and not path:
+        console.info(f"{found.twin.id}: a release of Kraan layer '{layer}'")
     shown = _values(args.repo, found, path, console)
     if path and not shown:
         raise UsageProblem(
