@@ -136,3 +136,38 @@ def test_a_regenerated_field_under_a_secret_derived_key_is_not_listed(
         outputs = review(repo, work / "out")
     _assert_no_leak(outputs)
     assert "plain" in outputs.json.split('"regenerated"', 1)[1]
+
+
+TWIN_ONLY_FAILURE = """\
+{{- if contains "REDAC" .Values.db.password }}
+{{- fail "the redacted plan fails, the real one does not" }}
+{{- end }}
+releases: [{name: svc, chart: ../../charts/app}]
+"""
+
+UPPER = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: upper
+data:
+  p: {{ .Values.db.password | upper | quote }}
+"""
+
+
+def test_a_plan_that_fails_only_with_redacted_values_shows_nothing_of_the_real_render(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    outputs = _review(
+        tmp_path_factory,
+        "twin-fails",
+        {
+            "templates/svc/helmfile.yaml.gotmpl": TWIN_ONLY_FAILURE,
+            "charts/app/templates/upper.yaml": UPPER,
+        },
+    )
+    _assert_no_leak(outputs)
+    # Fails closed: the release is a failure, told from the redacted plan, not the real render.
+    assert outputs.codes == (ExitStatus.RENDER_FAILED,) * 3
+    assert "name: upper" not in outputs.render
+    assert "the redacted plan fails" in outputs.markdown
