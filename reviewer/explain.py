@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 
 from reviewer.chartkeys import ChartText, unread
 from reviewer.diff.result import ReleaseStatus, SnapshotDiff
+from reviewer.filedigests import differing, file_digests, reported
 from reviewer.model import ReleaseId
 from reviewer.plan import ReleasePlan
 from reviewer.semantic import ChangeKind, PathChange, format_path, semantic_diff
@@ -217,37 +216,12 @@ def values_diff(
 # --- blast radius ------------------------------------------------------------------------------
 
 
-def _file_digests(root: Path) -> dict[str, str]:
-    digests: dict[str, str] = {}
-    for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = [d for d in subdirectories if d != ".git"]
-        for name in files:
-            if name == ".git":  # a worktree's link to its repository
-                continue
-            path = Path(directory) / name
-            if path.is_file():
-                digests[path.relative_to(root).as_posix()] = hashlib.sha256(
-                    path.read_bytes()
-                ).hexdigest()
-    return digests
-
-
 def changed_files(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> list[str]:
     """Repository-relative files added, removed or modified between two checkouts.
 
     `ignored`: paths git ignores in the head checkout (directories end in `/`), left out.
     """
-    old, new = _file_digests(base), _file_digests(head)
-    skipped = tuple(ignored)
-    return sorted(
-        name
-        for name in old.keys() | new.keys()
-        if old.get(name) != new.get(name) and not _ignored(name, skipped)
-    )
-
-
-def _ignored(name: str, ignored: tuple[str, ...]) -> bool:
-    return any(name == path or (path.endswith("/") and name.startswith(path)) for path in ignored)
+    return list(reported(differing(file_digests(base), file_digests(head)), ignored))
 
 
 def _reads(plan: ReleasePlan, file: str) -> bool:

@@ -10,8 +10,6 @@ nor redacts them again, and the report is the same as when it does.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +18,7 @@ from reviewer import jail
 from reviewer.capabilities import CLUSTER_FILE
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir
 from reviewer.errors import ReviewerError
+from reviewer.filedigests import differing, file_digests, reported
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.plan import Plan, PlanError, ReleasePlan
 from reviewer.sources import nested
@@ -62,45 +61,10 @@ class Changes:
 def changes_between(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> Changes:
     """Hash every file of both checkouts (sha256) and list what differs."""
     old, new = file_digests(base), file_digests(head)
-    skipped = tuple(ignored)
-    files = frozenset(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
-    reported = tuple(sorted(name for name in files if not _ignored(name, skipped)))
-    return Changes(files, reported, frozenset(_with_parents(old.keys() | new.keys())))
-
-
-def file_digests(root: Path) -> dict[str, str]:
-    """{repo-relative file: sha256} for every regular file (links to files followed).
-
-    Directories that are symlinks are not entered: files under them are unknown,
-    and a deployment reading one is never reused.
-    """
-    digests: dict[str, str] = {}
-    real_root = os.path.realpath(root)
-    for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = [d for d in subdirectories if d != ".git"]
-        for name in files:
-            if name == ".git":  # a worktree's link to its repository
-                continue
-            path = Path(directory) / name
-            digest = _digest(path, real_root)
-            if digest is not None:
-                digests[path.relative_to(root).as_posix()] = digest
-    return digests
-
-
-def _digest(path: Path, real_root: str) -> str | None:
-    """The file's sha256; a link leading out of the checkout is known by its target's
-    name only, as nothing outside the checkout is ever read."""
-    target = os.path.realpath(path)
-    if os.path.commonpath([real_root, target]) != real_root:
-        return "outside:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
-    if not os.path.isfile(target):
-        return None
-    return hashlib.sha256(Path(target).read_bytes()).hexdigest()
-
-
-def _ignored(name: str, ignored: tuple[str, ...]) -> bool:
-    return any(name == path or (path.endswith("/") and name.startswith(path)) for path in ignored)
+    files = differing(old, new)
+    return Changes(
+        files, reported(files, ignored), frozenset(_with_parents(old.keys() | new.keys()))
+    )
 
 
 def _with_parents(files: Iterable[str]) -> set[str]:

@@ -19,8 +19,9 @@ from test_nested_releases import FLEET_SOURCE, HIERARCHY_BOOTSTRAP, LEAF
 
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
+from reviewer.filedigests import file_digests
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.reuse import Reuse, changes_between, file_digests
+from reviewer.reuse import Reuse, changes_between
 from reviewer.side import SideOptions, plan_twins, render_side
 from reviewer.tooling import Tooling, open_tooling
 
