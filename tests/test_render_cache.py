@@ -269,3 +269,17 @@ def test_the_cache_command_shows_and_clears_the_render_cache(
         main(["cache", "--render-cache", str(store), "--clear"])
     assert capsys.readouterr().out.startswith(f"{store}: 0 entries, ")
     assert entries(store) == []
+
+
+def test_a_warm_run_says_its_releases_came_from_the_render_cache(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet(git_repo)
+    git_repo.commit("fleet")
+    store = tmp_path / "render-cache"
+    diff_report(git_repo, tmp_path / "cold.json", "--render-cache", str(store))
+    capsys.readouterr()
+    diff_report(git_repo, tmp_path / "warm.json", "--render-cache", str(store))
+    err = capsys.readouterr().err
+    assert "base: 0 release(s) rendered, 3 taken from the render cache" in err
+    assert "same chart and values as one already rendered" not in err.split("head:")[0]

@@ -252,17 +252,24 @@ def _announce(console: Console, sides: Sides) -> SideWatch:
     def watch(index: int, cache: RenderCache) -> Iterator[ProgressBar]:
         side = (sides.base, sides.head)[index]
         console.info(f"rendering {side.label}: {side.ref}")
-        rendered, reused = cache.rendered, cache.reused
+        rendered, reused, restored = cache.rendered, cache.reused, cache.restored
         yield functools.partial(progress_bar, console, label=f"rendering {side.label}")
-        console.info(_rendered_line(side.label, cache.rendered - rendered, cache.reused - reused))
+        from_disk = cache.restored - restored
+        console.info(
+            _rendered_line(
+                side.label, cache.rendered - rendered, cache.reused - reused - from_disk, from_disk
+            )
+        )
 
     return watch
 
 
-def _rendered_line(label: str, rendered: int, reused: int) -> str:
+def _rendered_line(label: str, rendered: int, reused: int, restored: int) -> str:
     line = f"  {label}: {rendered} release(s) rendered"
     if reused:
         line += f", {reused} not rendered again (same chart and values as one already rendered)"
+    if restored:
+        line += f", {restored} taken from the render cache"
     return line
 
 
