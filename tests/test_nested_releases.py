@@ -416,7 +416,10 @@ def test_a_hierarchy_release_deploying_a_chart_of_this_repository(repo: Repo) ->
     # One inner release that fails never hides its siblings; its error names it.
     broken = release(snapshot, "c", "a", f"boot{SEP}apps/broken")
     assert broken.error is not None
-    assert broken.error.startswith(f"nested release boot{SEP}apps/broken: chart charts/missing")
+    assert broken.error.startswith(
+        f"nested release boot{SEP}apps/broken: chart 'charts/missing': chart not found"
+    )
+    assert "/tmp" not in broken.error  # the checkout's temporary path is not shown
     leaf = release(snapshot, "c", "a", f"boot{SEP}apps/leaf")
     assert leaf.error is None, leaf.error
     assert (leaf.chart, leaf.version) == ("leaf", "2.0.0")
