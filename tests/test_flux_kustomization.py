@@ -13,7 +13,9 @@ from agekeys import AgeIdentity, encrypt, sops_decoder
 from reviewer import yamlio
 from reviewer.errors import ConfigError
 from reviewer.sources import flux_kustomization as fks
+from reviewer.sources import flux_kustomization_build as fkbuild
 from reviewer.sources import flux_kustomization_spec as fkspec
+from reviewer.sources import flux_kustomization_vars as fkv
 
 
 def write(root: Path, files: Mapping[str, Any]) -> None:
@@ -35,7 +37,7 @@ def kustomization(spec: Mapping[str, Any], name: str = "apps") -> fkspec.FluxKus
     return fkspec.decode(document, source="clusters/prod/apps.yaml")
 
 
-def lookup_in(objects: list[dict[str, Any]]) -> fks.ObjectLookup:
+def lookup_in(objects: list[dict[str, Any]]) -> fkv.ObjectLookup:
     def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         for document in objects:
             metadata = document["metadata"]
@@ -51,7 +53,7 @@ def lookup_in(objects: list[dict[str, Any]]) -> fks.ObjectLookup:
 
 
 def build(ks: fkspec.FluxKustomization, root: Path, **options: Any) -> list[dict[str, Any]]:
-    return list(fks.build(ks, root, **options).objects)
+    return list(fkbuild.build(ks, root, **options).objects)
 
 
 def config_map(name: str, data: Mapping[str, str]) -> dict[str, Any]:
@@ -108,8 +110,8 @@ def test_substitution_with_defaults_escapes_and_precedence(tmp_path: Path) -> No
         "upper": "PROD-1",
     }
     labels = by_name(built, "app")["metadata"]["labels"]
-    assert labels[fks.OWNER_NAME_LABEL] == "apps"
-    assert labels[fks.OWNER_NAMESPACE_LABEL] == "flux-system"
+    assert labels[fkbuild.OWNER_NAME_LABEL] == "apps"
+    assert labels[fkbuild.OWNER_NAMESPACE_LABEL] == "flux-system"
 
 
 def test_strict_substitution_fails_on_a_missing_variable(tmp_path: Path) -> None:
@@ -137,10 +139,10 @@ def test_substitution_runs_only_with_variables_unless_always(tmp_path: Path) -> 
 
 
 def test_disabled_label_or_annotation_skips_substitution(tmp_path: Path) -> None:
-    labelled = {**APP, "metadata": {"name": "labelled", "labels": {fks.SUBSTITUTE_KEY: "disabled"}}}
+    labelled = {**APP, "metadata": {"name": "labelled", "labels": {fkv.SUBSTITUTE_KEY: "disabled"}}}
     annotated = {
         **APP,
-        "metadata": {"name": "annotated", "annotations": {fks.SUBSTITUTE_KEY: "disabled"}},
+        "metadata": {"name": "annotated", "annotations": {fkv.SUBSTITUTE_KEY: "disabled"}},
     }
     write(tmp_path, {"apps/a.yaml": labelled, "apps/b.yaml": annotated})
     ks = kustomization({"path": "./apps", "postBuild": {"substitute": {"cluster_name": "p"}}})
@@ -253,7 +255,7 @@ def test_sops_secret_in_the_tree_is_decrypted_for_rendering(
     built = build(ks, tmp_path, lookup=lookup_in([]), decryptor=sops_decoder())
     db = by_name(built, "db")
     assert "sops" not in db
-    replacements = fks.build(
+    replacements = fkbuild.build(
         ks, tmp_path, lookup=lookup_in([]), decryptor=sops_decoder()
     ).replacements
     # The decrypted value is in the redaction map, so no output can show it.
@@ -273,7 +275,7 @@ def test_secret_substitute_source_is_base64_decoded(tmp_path: Path) -> None:
     ks = kustomization(
         {"path": "./apps", "postBuild": {"substituteFrom": [{"kind": "Secret", "name": "vars"}]}}
     )
-    result = fks.build(ks, tmp_path, lookup=lookup_in([secret]))
+    result = fkbuild.build(ks, tmp_path, lookup=lookup_in([secret]))
     assert by_name(list(result.objects), "app")["data"]["cluster"] == "from-secret"
     # Substitution copied a Secret's value into a ConfigMap: it is redacted like the Secret.
     assert "from-secret" in result.replacements
