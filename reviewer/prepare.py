@@ -20,15 +20,8 @@ from reviewer.redact import LeakGuard, Redactor
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again
 from reviewer.reuse import Changes, Reuse
-from reviewer.side import (
-    ProgressBar,
-    SideOptions,
-    SideRender,
-    keyless_warning,
-    no_bar,
-    redact_snapshot,
-    render_side,
-)
+from reviewer.side import ProgressBar, SideOptions, SideRender, no_bar, render_side
+from reviewer.side_redact import keyless_warning, redact_snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources import flux, registry
 from reviewer.sources.hierarchy import Hierarchy
@@ -108,17 +101,12 @@ def prepare_sides(
     With `changes` (between two roots), the head side reuses what the change leaves alone.
     """
     config = config_mod.load(config_root, request.options.config_file)
-    layout = config_mod.with_overrides(
-        config, definitions=request.definitions, templates=request.templates
-    )
-    sources = _sources(config, layout, config_root)
-    for root in roots if not config.sources else ():
-        sources = (*sources, *flux.added_on(root, sources))  # a cluster the change adds
-    options = replace(request.options, layout=layout, sources=sources, nested=config.nested)
-    selection = options.selection
+    options = _side_options(request, config, roots, config_root)
+    sources = options.sources
     hierarchies = [source for source in sources if isinstance(source, Hierarchy)]
     # Filters are checked against a fleet; names of other kinds' sources are not known there.
     if len(hierarchies) == len(sources) == 1:
+        selection = options.selection
         check_selection(
             roots,
             hierarchies[0].layout,
@@ -128,24 +116,10 @@ def prepare_sides(
         )
     renderer = TemplateRenderer(request.tooling.limits_with(config))
     decoder = SopsDecoder(keyless=request.secrets, programs=options.programs)
-    rendered: list[SideRender] = []
     fast = request.fast_path and len(sources) == len(hierarchies) == 1
     with open_tooling(request.tooling, config) as tools:
-        for index, root in enumerate(roots):
-            reuse = _reuse(rendered, changes, root) if fast and len(roots) == 2 else None
-            with watch(index, tools.cache) as bar:
-                rendered.append(
-                    render_side(
-                        root,
-                        options=options,
-                        tools=tools,
-                        renderer=renderer,
-                        secrets=decoder,
-                        bar=bar,
-                        fast=fast,
-                        reuse=reuse,
-                    )
-                )
+        rendering = _Rendering(options, tools, renderer)
+        rendered = rendering.sides(roots, decoder, watch=watch, fast=fast, changes=changes)
         regeneration = _regeneration(roots, rendered, tools)
     replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
     redactor = Redactor(replacements, key=marker_key, leaves=_leaves(rendered))
@@ -158,6 +132,55 @@ def prepare_sides(
         regeneration=regeneration,
         sources=registry.describe(sources, detected=not config.sources),
     )
+
+
+def _side_options(
+    request: SideRequest, config: RepoConfig, roots: Sequence[Path], config_root: Path
+) -> SideOptions:
+    """The request's options with the base side's layout, sources and nesting settings."""
+    layout = config_mod.with_overrides(
+        config, definitions=request.definitions, templates=request.templates
+    )
+    sources = _sources(config, layout, config_root)
+    for root in roots if not config.sources else ():
+        sources = (*sources, *flux.added_on(root, sources))  # a cluster the change adds
+    return replace(request.options, layout=layout, sources=sources, nested=config.nested)
+
+
+@dataclass(frozen=True)
+class _Rendering:
+    """What every side of one command is rendered with."""
+
+    options: SideOptions
+    tools: Tools
+    renderer: TemplateRenderer
+
+    def sides(
+        self,
+        roots: Sequence[Path],
+        decoder: SopsDecoder,
+        *,
+        watch: SideWatch,
+        fast: bool,
+        changes: Changes | None,
+    ) -> list[SideRender]:
+        """Every root rendered in order; the head side of a pair may reuse the base side."""
+        rendered: list[SideRender] = []
+        for index, root in enumerate(roots):
+            reuse = _reuse(rendered, changes, root) if fast and len(roots) == 2 else None
+            with watch(index, self.tools.cache) as bar:
+                side = render_side(
+                    root,
+                    options=self.options,
+                    tools=self.tools,
+                    renderer=self.renderer,
+                    secrets=decoder,
+                    bar=bar,
+                    fast=fast,
+                    reuse=reuse,
+                )
+            rendered.append(side)
+        return rendered
 
 
 def _reuse(rendered: Sequence[SideRender], changes: Changes | None, root: Path) -> Reuse | None:

@@ -8,8 +8,6 @@ twins form the replacement map applied to the rendered objects.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -20,11 +18,10 @@ from typing import Any
 from reviewer.config import CONFIG_FILE
 from reviewer.discover import Cluster, DeploymentDir, Layout
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.model import ReleaseId, RenderedRelease, Resource, Snapshot
+from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.nested_render import NestedOptions, expand_side
 from reviewer.plan import Plan, ReleasePlan
 from reviewer.proc import Programs
-from reviewer.redact import Redactor, leaf_texts, redact_tree, replacement_map
 from reviewer.refguard import refuse_secret_charts
 from reviewer.render import render_plan
 from reviewer.render_cache import secret_free
@@ -34,16 +31,16 @@ from reviewer.reuse import (
     DeploymentKey,
     Reuse,
     assemble,
-    failed_keys,
     key_of,
     never,
 )
+from reviewer.side_twins import RecordingSecrets, RedactedSecrets, twin_keys, twin_replacements
 from reviewer.sops import SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
-from reviewer.sources.protocol import PlanContext, Selector, Source
+from reviewer.sources.protocol import PlanContext, Selector, SideBuilds, Source
 from reviewer.tooling import Tools
 from reviewer.twins import publish_twins
-from reviewer.values import SOPS_SUFFIX, NoSecrets, SecretsLoader, Values
+from reviewer.values import NoSecrets, SecretsLoader
 
 
 @dataclass(frozen=True)
@@ -122,12 +119,13 @@ def plan_side(
     decoder: SopsDecoder | None = None,
     twin: bool = False,
     select: Selector | None = None,
+    builds: SideBuilds | None = None,
 ) -> Plan:
     """Plan every selected release and object set of every source of the checkout at `root`.
 
     `decoder` decrypts SOPS files that are objects themselves (default: `secrets` when it
     is one); `twin` plans the redacted twin, where only Helm values matter; `select`
-    replaces the options' selection.
+    replaces the options' selection; `builds`: what the side's other plan built already.
     """
     if decoder is None and isinstance(secrets, SopsDecoder):
         decoder = secrets
@@ -140,6 +138,7 @@ def plan_side(
         display_root=options.display_root,
         twin=twin,
         programs=options.programs,
+        builds=SideBuilds() if builds is None else builds,
     )
     sources = options.sources or (Hierarchy(layout=options.layout),)
     found = [source.plan(context) for source in sources]
@@ -150,69 +149,6 @@ def plan_side(
         replacements={real: shown for plan in found for real, shown in plan.replacements.items()},
         inputs={rid: inputs for plan in found for rid, inputs in plan.inputs.items()},
     )
-
-
-class _RedactedSecrets:
-    """The redacted twin of a secrets loader; remembers whether any SOPS file was read."""
-
-    def __init__(self, inner: SecretsLoader) -> None:
-        self.inner = inner
-        self.used = False
-
-    def load(self, path: Path, *, source: str) -> Values:
-        """The file's values with every leaf redacted (keyless placeholders stay readable)."""
-        self.used = True
-        if isinstance(self.inner, SopsDecoder):
-            decoded = self.inner.decode(path, source=source)
-            if decoded.keyless:
-                return decoded.values
-            return _redacted(decoded.values)
-        return _redacted(self.inner.load(path, source=source))
-
-
-def _redacted(values: Values) -> Values:
-    redacted: Values = redact_tree(values)
-    return redacted
-
-
-class _Recording:
-    """Passes loads through; records whether any SOPS file was read, and every leaf read."""
-
-    def __init__(self, inner: SecretsLoader) -> None:
-        self.inner = inner
-        self.used = False
-        self.leaves: set[str] = set()
-        self.sources: set[str] = set()
-
-    def load(self, path: Path, *, source: str) -> Values:
-        """The file's values, unchanged."""
-        self.used = True
-        self.sources.add(source)
-        if not isinstance(self.inner, SopsDecoder):
-            values = self.inner.load(path, source=source)
-            self.leaves.update(leaf_texts(values))
-            return values
-        decoded = self.inner.decode(path, source=source)
-        if not decoded.keyless:  # placeholders are no secrets
-            self.leaves.update(_secret_leaves(decoded.values))
-        return decoded.values
-
-
-def _secret_leaves(values: Values) -> list[str]:
-    """The leaves of a decrypted file; of a Kubernetes Secret only its data (decoded), as
-    its metadata names it in reports and would trip the leak guard."""
-    if values.get("apiVersion") != "v1" or values.get("kind") != "Secret":
-        return leaf_texts(values)
-    data = values.get("data") if isinstance(values.get("data"), dict) else {}
-    texts = [_base64_text(text) for text in leaf_texts(data)]
-    return [*texts, *leaf_texts(values.get("stringData") or {})]
-
-
-def _base64_text(text: str) -> str:
-    try:
-        return base64.b64decode(text, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return text
 
 
 @dataclass(frozen=True)
@@ -276,8 +212,9 @@ def plan_twins(
     whose inputs the change leaves alone from the base side instead of planning them.
     """
     decoder = secrets if isinstance(secrets, SopsDecoder) else None
-    recording = _Recording(secrets or NoSecrets())
+    recording = RecordingSecrets(secrets or NoSecrets())
     choosing = Choosing(options.selection, reuse.reusable if reuse is not None else never)
+    builds = SideBuilds()  # the twin takes what the real plan built
     planned = plan_side(
         root,
         options=options,
@@ -285,6 +222,7 @@ def plan_twins(
         secrets=recording,
         decoder=decoder,
         select=choosing,
+        builds=builds,
     )
     reused = frozenset(choosing.skipped)
     real, reused_twins = planned, Plan()
@@ -299,19 +237,14 @@ def plan_twins(
         recording.used = True  # a release may read a Secret a build decrypted (Flux Kustomization)
     if not recording.used and not inherited:
         return PlannedSide(real, real, dict(real.replacements), objects, choosing.seen, reused)
-    needed = _secret_keys(planned, choosing, recording)
-    twin = _twin_plan(root, options, renderer, recording, decoder, only=needed if fast else None)
+    needed = twin_keys(planned, choosing, recording)
+    only = needed if fast else None
+    twin = _twin_plan(root, options, renderer, recording, decoder, only=only, builds=builds)
     if fast:
         parts = [(reused, reused_twins), (needed, twin), (choosing.seen, real)]
         errors = twin.errors if recording.used else real.errors
         twin = replace(twin, releases=assemble(choosing.seen, parts), errors=errors)
-    redacted = {release.id: release for release in twin.releases}
-    replacements: dict[str, str] = dict(real.replacements)
-    for release in real.releases:
-        other = redacted.get(release.id)
-        # The base side's map holds the pairs of the deployments taken from it.
-        if other is not None and other is not release and key_of(release.id) not in reused:
-            replacements.update(replacement_map(release.values, other.values))
+    replacements = twin_replacements(real, twin, reused)
     leaves = frozenset(recording.leaves) | objects
     secret_keys = frozenset(needed) | inherited if fast else frozenset(choosing.seen)
     return PlannedSide(real, twin, replacements, leaves, choosing.seen, reused, secret_keys)
@@ -321,10 +254,11 @@ def _twin_plan(
     root: Path,
     options: SideOptions,
     renderer: TemplateRenderer,
-    recording: _Recording,
+    recording: RecordingSecrets,
     decoder: SopsDecoder | None,
     *,
     only: set[DeploymentKey] | None,
+    builds: SideBuilds,
 ) -> Plan:
     """The redacted twin of every selected deployment, or `only` of those."""
     if not recording.used:
@@ -336,33 +270,12 @@ def _twin_plan(
         root,
         options=options,
         renderer=renderer,
-        secrets=_RedactedSecrets(recording.inner),
+        secrets=RedactedSecrets(recording.inner),
         decoder=decoder,
         twin=True,
         select=select,
+        builds=builds,
     )
-
-
-def _secret_keys(planned: Plan, choosing: Choosing, recording: _Recording) -> set[DeploymentKey]:
-    """Planned deployments whose twin may differ from the real plan: those that read a SOPS
-    file, failed, or planned no release (a template may branch on a secret)."""
-    if not recording.used:
-        return set()
-    keys = failed_keys(planned.errors)
-    with_releases: set[DeploymentKey] = set()
-    for release in planned.releases:
-        key = key_of(release.id)
-        with_releases.add(key)
-        if _reads_secrets(release, recording.sources):
-            keys.add(key)
-    keys |= {key for key in choosing.seen if key not in with_releases}
-    return keys - choosing.skipped
-
-
-def _reads_secrets(release: ReleasePlan, sources: set[str]) -> bool:
-    if not release.inputs.isdisjoint(sources):
-        return True
-    return any(layer.secret or layer.source.endswith(SOPS_SUFFIX) for layer in release.layers)
 
 
 ProgressBar = Callable[[int], AbstractContextManager[Callable[[], None]]]
@@ -394,30 +307,14 @@ def render_side(
     with bar(len(fresh.releases)) as advance:
         snapshot = render_plan(
             fresh,
-            root=root,
-            fetcher=tools.fetcher,
-            pool=tools.pool,
-            cache=tools.cache,
+            **_render_args(root, tools),
             progress=lambda _: advance(),
             persist=secret_free(
                 planned.plan, planned.twin, (*planned.leaves, *planned.replacements)
             ),
         )
     plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
-    published = None
-    if planned.has_secrets:
-        # The unfiltered plan: a refused chart reference is told from the twin.
-        published = publish_twins(
-            _without(planned.plan, planned.reused),
-            _without(planned.twin, planned.reused),
-            snapshot,
-            lambda twin: render_plan(twin, **_render_args(root, tools)),
-        )
-        # Object sets have no twin: their secrets are in the replacement map already.
-        published = replace(
-            published,
-            releases=tuple(sorted((*published.releases, *plan.objects), key=lambda r: r.id)),
-        )
+    published = _published(planned, plan, snapshot, lambda twin: _render(twin, root, tools))
     if reuse is not None and planned.reused:
         # They have the chart and values of releases the base side rendered.
         tools.cache.reused += len(plan.releases) - len(fresh.releases)
@@ -429,17 +326,13 @@ def render_side(
         real=snapshot,
         shown=published or snapshot,
         inputs={rid: release.inputs for rid, release in plans.items()},
-        render=lambda found: render_plan(found, **_render_args(root, tools)),
+        render=lambda found: _render(found, root, tools),
         options=options.nested,
     )
     if inner.real or inner.shown:
         snapshot, published = inner.merged(snapshot, published or snapshot)
         plans.update({release.id: release for release in inner.plans})
-    basis = None
-    if fast:
-        basis = Basis(
-            planned.plan, planned.twin, planned.seen, snapshot, published, planned.secret_keys
-        )
+    basis = _basis(planned, snapshot, published) if fast else None
     return SideRender(
         snapshot,
         planned.replacements,
@@ -449,6 +342,29 @@ def render_side(
         leaves=planned.leaves,
         basis=basis,
     )
+
+
+def _basis(planned: PlannedSide, snapshot: Snapshot, published: Snapshot | None) -> Basis:
+    """What a head side may reuse of this one."""
+    return Basis(planned.plan, planned.twin, planned.seen, snapshot, published, planned.secret_keys)
+
+
+def _published(
+    planned: PlannedSide, plan: Plan, snapshot: Snapshot, render: Callable[[Plan], Snapshot]
+) -> Snapshot | None:
+    """The secret-derived positions of `snapshot` in their twin form; None: no secrets."""
+    if not planned.has_secrets:
+        return None
+    # The unfiltered plan: a refused chart reference is told from the twin.
+    published = publish_twins(
+        _without(planned.plan, planned.reused),
+        _without(planned.twin, planned.reused),
+        snapshot,
+        render,
+    )
+    # Object sets have no twin: their secrets are in the replacement map already.
+    releases = sorted((*published.releases, *plan.objects), key=lambda r: r.id)
+    return replace(published, releases=tuple(releases))
 
 
 def _with(snapshot: Snapshot, taken: Sequence[RenderedRelease]) -> Snapshot:
@@ -472,57 +388,5 @@ def _render_args(root: Path, tools: Tools) -> dict[str, Any]:
     return {"root": root, "fetcher": tools.fetcher, "pool": tools.pool, "cache": tools.cache}
 
 
-def _redact_resource(resource: Resource, redactor: Redactor) -> Resource:
-    # Without secrets only Secret data needs masking; other objects stay as they are.
-    if not redactor.has_secrets and resource.key.kind not in ("Secret", "List"):
-        return resource
-    return Resource.from_body(redactor.redact_manifest(resource.body), source=resource.source)
-
-
-KEYLESS_FIX = (
-    "to decrypt, give sops a key: SOPS_AGE_KEY_FILE=path/to/keys.txt or SOPS_AGE_KEY "
-    "(or the KMS/PGP credentials the files name)"
-)
-_NAMED_FILES = 5
-
-
-def keyless_warning(sources: list[str]) -> str | None:
-    """The report line saying secrets were not decrypted, naming the files and the fix."""
-    if not sources:
-        return None
-    named = ", ".join(sources[:_NAMED_FILES])
-    if len(sources) > _NAMED_FILES:
-        named += f" and {len(sources) - _NAMED_FILES} more"
-    return (
-        f"secrets were not decrypted (no usable SOPS key) in {len(sources)} file(s) ({named}): "
-        f"secret values render as placeholders and their changes are not visible; {KEYLESS_FIX}"
-    )
-
-
-def redact_snapshot(
-    snapshot: Snapshot, redactor: Redactor, *, done: dict[int, RenderedRelease] | None = None
-) -> Snapshot:
-    """A copy of `snapshot` with every object and error message redacted.
-
-    `done`: releases redacted before, by `id()` of the original (the caller keeps the
-    originals alive); a release found there is not redacted again.
-    """
-    done = {} if done is None else done
-    releases = []
-    for release in snapshot.releases:
-        redacted = done.get(id(release))
-        if redacted is None:
-            redacted = done[id(release)] = _redact_release(release, redactor)
-        releases.append(redacted)
-    return Snapshot(
-        releases=tuple(releases),
-        errors=tuple(redactor.redact_text(error) for error in snapshot.errors),
-        warnings=snapshot.warnings,
-    )
-
-
-def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRelease:
-    resources = tuple(_redact_resource(resource, redactor) for resource in release.resources)
-    error = redactor.redact_text(release.error) if release.error is not None else None
-    labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
-    return replace(release, resources=resources, error=error, labels=labels)
+def _render(plan: Plan, root: Path, tools: Tools) -> Snapshot:
+    return render_plan(plan, **_render_args(root, tools))

@@ -23,14 +23,8 @@ from reviewer.plan import Plan, ReleasePlan
 from reviewer.proc import Programs
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.semantic import show_value
-from reviewer.side import (
-    KEYLESS_FIX,
-    Selection,
-    SideOptions,
-    keyless_warning,
-    plan_side,
-    plan_twins,
-)
+from reviewer.side import Selection, SideOptions, plan_side, plan_twins
+from reviewer.side_redact import KEYLESS_FIX, keyless_warning
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources import registry
 from reviewer.sources.hierarchy import Hierarchy

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import shlex
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,12 +100,6 @@ def plan_kustomizations(
     )
 
 
-_BUILDS: weakref.WeakKeyDictionary[SopsDecoder, dict[tuple[str, tuple[str, ...]], list[fks.Result]]]
-_BUILDS = weakref.WeakKeyDictionary()
-"""Builds by decoder: the real and the twin plan of a side share one decoder and one
-checkout, and the twin only needs what the real plan built (kustomize runs once)."""
-
-
 def _built(paths: Sequence[str], context: PlanContext) -> list[fks.Result]:
     decoder = context.decoder
     kubectl = kustomize.find_kubectl(context.programs.lookup())
@@ -114,18 +107,20 @@ def _built(paths: Sequence[str], context: PlanContext) -> list[fks.Result]:
         return fks.build_all(
             context.root, paths, timeout=context.kustomize_timeout, kubectl=kubectl
         )
-    key = (str(context.root.resolve()), tuple(paths))
-    builds = _BUILDS.setdefault(decoder, {})
-    # The real plan builds; the twin (planned right after it) takes the same results.
-    if not context.twin or key not in builds:
-        builds[key] = fks.build_all(
+
+    def build() -> list[fks.Result]:
+        return fks.build_all(
             context.root,
             paths,
             decryptor=_Decryptor(decoder),
             timeout=context.kustomize_timeout,
             kubectl=kubectl,
         )
-    return builds[key]
+
+    # The real plan builds; the twin (planned right after it) takes the same results.
+    key = (str(context.root.resolve()), tuple(paths))
+    results: list[fks.Result] = context.builds.build(key, build, twin=context.twin)
+    return results
 
 
 def _name(result: fks.Result) -> str:

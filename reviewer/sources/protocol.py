@@ -8,7 +8,7 @@ object sets it built itself (`Plan.objects`), each under a `ReleaseId`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +34,20 @@ class Selector(Protocol):
         ...
 
 
+class SideBuilds:
+    """What one side's plans build once: the real plan builds, and its redacted twin
+    (planned right after it, from the same checkout) takes the same results."""
+
+    def __init__(self) -> None:
+        self._built: dict[Hashable, Any] = {}
+
+    def build(self, key: Hashable, run: Callable[[], Any], *, twin: bool) -> Any:
+        """`run()`'s result; the twin's is the one the real plan stored under `key`."""
+        if not twin or key not in self._built:
+            self._built[key] = run()
+        return self._built[key]
+
+
 @dataclass(frozen=True)
 class PlanContext:
     """What a source may use to plan one checkout (never the environment or the network)."""
@@ -51,6 +65,8 @@ class PlanContext:
     kustomize_timeout: float = 120.0
     programs: Programs = field(default_factory=Programs)
     """Where kubectl and bwrap are found (the edge's `$REVIEWER_*` overrides and PATH)."""
+    builds: SideBuilds = field(default_factory=SideBuilds)
+    """Builds shared by the side's real and twin plan (the side creates one for both)."""
 
 
 COMMON_FIELDS = ("name", "kind", "paths")

@@ -28,7 +28,8 @@ from redteam_support import CHART_YAML
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.redact import Redactor
 from reviewer.render import RenderCache
-from reviewer.side import SideOptions, redact_snapshot, render_side
+from reviewer.side import SideOptions, render_side
+from reviewer.side_redact import redact_snapshot
 from reviewer.sops import SopsDecoder
 from reviewer.tooling import Tooling, Tools, open_tooling
 
