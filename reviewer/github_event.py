@@ -16,7 +16,7 @@ from typing import Any
 
 from reviewer import artifact_report, decode
 from reviewer.errors import ConfigError, ReviewerError
-from reviewer.report import REPORT_SCHEMA
+from reviewer.report_json import REPORT_SCHEMA
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"

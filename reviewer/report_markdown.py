@@ -8,7 +8,8 @@ from typing import Any
 import jinja2
 
 from reviewer import markdown
-from reviewer.diff.result import ReleaseDiff, ResourceDiff, ResourceStatus
+from reviewer.diff.resource import ResourceDiff, ResourceStatus
+from reviewer.diff.result import ReleaseDiff
 from reviewer.report import (
     BLAST_RADIUS_LINES,
     MARK,

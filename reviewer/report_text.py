@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from reviewer.diff.result import ClusterSummary, ReleaseDiff, ResourceDiff, ResourceStatus
+from reviewer.diff.resource import ResourceDiff, ResourceStatus
+from reviewer.diff.result import ClusterSummary, ReleaseDiff
 from reviewer.release_summary import ReleaseSummary
 from reviewer.report import (
     BLAST_RADIUS_LINES,

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DiffOptions, resolve_differ
 from reviewer.diff.pairing import similarity
-from reviewer.diff.result import DiffSide, ReleaseStatus, ResourceDiff, ResourceStatus, SnapshotDiff
+from reviewer.diff.resource import ResourceDiff, ResourceStatus
+from reviewer.diff.result import DiffSide, ReleaseStatus, SnapshotDiff
 from reviewer.errors import CommandError, ReviewerError
 from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 from reviewer.noise import NoiseRules

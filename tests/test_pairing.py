@@ -13,7 +13,7 @@ from reviewer.diff.pairing import (
     pair_release,
     similarity,
 )
-from reviewer.diff.result import ResourceStatus
+from reviewer.diff.resource import ResourceStatus
 from reviewer.model import ReleaseId, RenderedRelease, Resource
 
 WEB = ReleaseId("eu/prod-1", "shop", "web")

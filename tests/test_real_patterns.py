@@ -14,7 +14,7 @@ from conftest import GitRepo, Repo, git
 from stages import diff_repos
 from test_diff_command import fleet, run_diff
 
-from reviewer import report, report_markdown, report_text
+from reviewer import report, report_json, report_markdown, report_text
 
 __all__ = ["fleet"]  # the fixture, used by name
 
@@ -96,7 +96,7 @@ def test_routine_only_objects_stay_listed_one_by_one_in_json(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     review = bump_review(tmp_path_factory)
-    (release,) = json.loads(json.dumps(report.to_json(review)))["releases"]
+    (release,) = json.loads(json.dumps(report_json.to_json(review)))["releases"]
     routine = [r["name"] for r in release["resources"] if r["routineOnly"]]
     assert sorted(routine) == [
         f"operator-{name}" for name in ("cainjector", "controller", "startup", "viewer", "webhook")

@@ -10,7 +10,7 @@ from typing import Any
 from conftest import Repo
 from stages import diff_repos, plans_by_id
 
-from reviewer import explain, report, report_markdown, report_text
+from reviewer import explain, report_json, report_markdown, report_text
 from reviewer.report import Review, SideInfo
 
 APP = "apps: [{template: app}]\n"
@@ -61,7 +61,7 @@ def by_release(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_json_report_lists_every_release_with_its_status_and_the_totals(
     tmp_path: Path,
 ) -> None:
-    document = json.loads(json.dumps(report.to_json(changed_fleet(tmp_path))))
+    document = json.loads(json.dumps(report_json.to_json(changed_fleet(tmp_path))))
     assert document["schema"] == "reviewer.report/v1"
     assert document["base"] == {"ref": "main", "sha": BASE.sha, "errors": []}
     assert document["summary"]["releases"] == {
@@ -136,14 +136,14 @@ def test_no_change_is_said_plainly_in_every_format(tmp_path: Path) -> None:
     assert report_text.render_text(reviewed).splitlines()[1] == (
         "0 changed, 0 added, 0 removed, 0 failed, 3 unchanged release(s)"
     )
-    assert report.to_json(reviewed)["releases"][0]["resources"] == []
+    assert report_json.to_json(reviewed)["releases"][0]["resources"] == []
 
 
 def test_a_head_failure_fails_the_review_and_says_how_to_reproduce(tmp_path: Path) -> None:
     broken = {"deployments/c2/apps/web/deployment.yaml": "apps: [{template: nope}]\n"}
     reviewed = review(fleet(tmp_path / "base"), fleet(tmp_path / "head", broken))
     assert reviewed.failed
-    (error,) = report.to_json(reviewed)["head"]["errors"]
+    (error,) = report_json.to_json(reviewed)["head"]["errors"]
     assert (error["cluster"], error["deployment"]) == ("c2", "web")
     assert "deployments/c2/apps/web/deployment.yaml" in error["message"]
     assert "--cluster c2 --deployment web" in error["reproduce"]
@@ -158,4 +158,4 @@ def test_a_base_failure_is_only_a_warning(tmp_path: Path) -> None:
     reviewed = review(fleet(tmp_path / "base", broken), fleet(tmp_path / "head"))
     assert not reviewed.failed
     assert any("target branch failed to render" in w for w in reviewed.all_warnings)
-    assert report.to_json(reviewed)["warnings"] == list(reviewed.all_warnings)
+    assert report_json.to_json(reviewed)["warnings"] == list(reviewed.all_warnings)

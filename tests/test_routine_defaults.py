@@ -6,7 +6,7 @@ import json
 
 from test_diff import EU, deployment, release, snap
 
-from reviewer import report, report_markdown, report_text
+from reviewer import report, report_json, report_markdown, report_text
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DiffOptions
 from reviewer.model import ReleaseId
@@ -56,7 +56,7 @@ def test_the_chart_version_change_is_in_every_release_heading() -> None:
     assert "<code>us/prod-1/shop/web</code> changed, chart <code>web 1.0.0 → 1.1.0</code>" in (
         report_markdown.render_markdown(review)
     )
-    releases = json.loads(json.dumps(report.to_json(review)))["releases"]
+    releases = json.loads(json.dumps(report_json.to_json(review)))["releases"]
     assert [r["chartChange"] for r in releases] == ["web 1.0.0 → 1.1.0"] * 2
 
 

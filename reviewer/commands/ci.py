@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import __version__, comment, github_event, report, report_markdown
+from reviewer import __version__, comment, github_event, report_json, report_markdown
 from reviewer.bundle import RenderedPair
 from reviewer.checkout import fleet_root, toplevel
 from reviewer.commands import diff as diff_cmd
@@ -303,7 +303,7 @@ def _artifact_from(
         number = target.number
     review = diff_cmd.review_of(pair, _report_args(args))
     markdown = _with_footer(report_markdown.render_markdown(review), commits, target)
-    return Artifact(number or 0, commits.head, markdown, report.to_json(review)), console
+    return Artifact(number or 0, commits.head, markdown, report_json.to_json(review)), console
 
 
 def _report_args(args: CiArgs) -> diff_cmd.ReportArgs:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer import config as config_mod
-from reviewer import report, report_markdown, report_text
+from reviewer import report, report_json, report_markdown, report_text
 from reviewer.bundle import RenderedPair
 from reviewer.chartkeys import local_chart_text
 from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
@@ -304,7 +304,7 @@ def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     colour = args.output is None and console.colour
     paged = args.output is None and args.pager and console.pages
     if args.output_format == "json":
-        text = json.dumps(report.to_json(review), indent=2) + "\n"
+        text = json.dumps(report_json.to_json(review), indent=2) + "\n"
     elif args.output_format == "markdown":
         text = report_markdown.render_markdown(review, summary_only=args.summary)
     else:

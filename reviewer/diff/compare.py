@@ -7,14 +7,13 @@ from collections.abc import Iterable, Mapping
 
 from reviewer.diff.options import DiffOptions, HiddenChanges, resolve_differ
 from reviewer.diff.pairing import Pair, Pairing, is_failed, pair_all
+from reviewer.diff.resource import ResourceDiff, ResourceStatus
 from reviewer.diff.result import (
     ChangeGroup,
     DiffSide,
     Failure,
     ReleaseDiff,
     ReleaseStatus,
-    ResourceDiff,
-    ResourceStatus,
     SnapshotDiff,
     release_meta,
 )

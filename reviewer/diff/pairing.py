@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reviewer import yamlio
-from reviewer.diff.result import ResourceStatus
+from reviewer.diff.resource import ResourceStatus
 from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey
 
 

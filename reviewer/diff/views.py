@@ -12,13 +12,8 @@ from dataclasses import dataclass, field, replace
 from reviewer import yamlio
 from reviewer.diff.options import Differ, DiffOptions, HiddenChanges
 from reviewer.diff.pairing import Pair
-from reviewer.diff.result import (
-    DiffSide,
-    RegeneratedChange,
-    ResourceDiff,
-    ResourceStatus,
-    RoutineChange,
-)
+from reviewer.diff.resource import RegeneratedChange, ResourceDiff, ResourceStatus, RoutineChange
+from reviewer.diff.result import DiffSide
 from reviewer.model import ReleaseId, Resource, ResourceKey
 from reviewer.noise import NoiseRules, prune_pair
 from reviewer.regenerated import RegeneratedField, Regeneration
