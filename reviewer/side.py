@@ -233,16 +233,19 @@ def plan_twins(
     inherited = reused & reuse.basis.secret_keys if reuse is not None else frozenset()
     # Secrets of object sets (SOPS files that are objects) are paired where they are read.
     objects = frozenset(real.replacements)
-    if real.replacements and real.releases:
-        recording.used = True  # a release may read a Secret a build decrypted (Flux Kustomization)
-    if not recording.used and not inherited:
+    # A release may also read a Secret a build decrypted (a Flux Kustomization's), which
+    # no secrets loader sees.
+    secrets_read = recording.used or bool(real.replacements and real.releases)
+    if not secrets_read and not inherited:
         return PlannedSide(real, real, dict(real.replacements), objects, choosing.seen, reused)
     needed = twin_keys(planned, choosing, recording)
     only = needed if fast else None
-    twin = _twin_plan(root, options, renderer, recording, decoder, only=only, builds=builds)
+    twin = Plan()
+    if secrets_read:
+        twin = _twin_plan(root, options, renderer, recording, decoder, only=only, builds=builds)
     if fast:
         parts = [(reused, reused_twins), (needed, twin), (choosing.seen, real)]
-        errors = twin.errors if recording.used else real.errors
+        errors = twin.errors if secrets_read else real.errors
         twin = replace(twin, releases=assemble(choosing.seen, parts), errors=errors)
     replacements = twin_replacements(real, twin, reused)
     leaves = frozenset(recording.leaves) | objects
@@ -261,8 +264,6 @@ def _twin_plan(
     builds: SideBuilds,
 ) -> Plan:
     """The redacted twin of every selected deployment, or `only` of those."""
-    if not recording.used:
-        return Plan()
     select: Selector = options.selection
     if only is not None:
         select = Choosing(options.selection, lambda c, d: (c.path, d.name) not in only)
