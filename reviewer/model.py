@@ -96,11 +96,16 @@ class RenderedRelease:
     error: str | None = None
     reproduce: str | None = None
     helm_command: str | None = None
+    identical: bool = False
+    """Not rendered: every input equals the other side's (docs/cache.md, "Not rendered");
+    its objects are unknown and the same on both sides."""
 
     @property
     def status(self) -> str:
-        """`rendered` or `error`."""
-        return "error" if self.error is not None else "rendered"
+        """`rendered`, `error`, or `identical` (not rendered, see `identical`)."""
+        if self.error is not None:
+            return "error"
+        return "identical" if self.identical else "rendered"
 
 
 @dataclass(frozen=True)

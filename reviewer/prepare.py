@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import config as config_mod
+from reviewer import unrendered
 from reviewer.config import RepoConfig
 from reviewer.discover import Layout
 from reviewer.filters import check_selection
@@ -20,7 +21,17 @@ from reviewer.redact import LeakGuard, Redactor
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again
 from reviewer.reuse import Changes, Reuse
-from reviewer.side import ProgressBar, SideOptions, SideRender, no_bar, render_side
+from reviewer.side import (
+    PlannedSide,
+    ProgressBar,
+    SideOptions,
+    SideRender,
+    basis_of,
+    no_bar,
+    plan_twins,
+    render_planned,
+    render_side,
+)
 from reviewer.side_redact import keyless_warning, redact_snapshot
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources import flux, registry
@@ -41,6 +52,9 @@ class SideRequest:
     fast_path: bool = True
     """Plan twins only where SOPS files are read, and reuse the base side's unchanged
     deployments on the head side (`--no-fast-path`: plan and render everything)."""
+    render_unchanged: bool = False
+    """On the fast path, render deployments whose inputs are the same on both sides too
+    (`fail-on-preexisting` needs their failures); by default neither side renders them."""
 
 
 SideWatch = Callable[[int, RenderCache], AbstractContextManager[ProgressBar]]
@@ -118,8 +132,19 @@ def prepare_sides(
     decoder = SopsDecoder(keyless=request.secrets, programs=options.programs)
     fast = request.fast_path and len(sources) == len(hierarchies) == 1
     with open_tooling(request.tooling, config) as tools:
-        rendering = _Rendering(options, tools, renderer)
-        rendered = rendering.sides(roots, decoder, watch=watch, fast=fast, changes=changes)
+        rendering = _Rendering(options, tools, renderer, decoder)
+        skip = (
+            fast
+            and not request.render_unchanged
+            and changes is not None
+            and len(roots) == 2
+            and unrendered.skippable(changes, roots, nested=options.nested.expand)
+        )
+        rendered = (
+            rendering.pair(roots, watch=watch, changes=changes)
+            if skip and changes is not None
+            else rendering.sides(roots, watch=watch, fast=fast, changes=changes)
+        )
         regeneration = _regeneration(roots, rendered, tools)
     replacements = {real: shown for side in rendered for real, shown in side.replacements.items()}
     redactor = Redactor(replacements, key=marker_key, leaves=_leaves(rendered))
@@ -154,11 +179,11 @@ class _Rendering:
     options: SideOptions
     tools: Tools
     renderer: TemplateRenderer
+    decoder: SopsDecoder
 
     def sides(
         self,
         roots: Sequence[Path],
-        decoder: SopsDecoder,
         *,
         watch: SideWatch,
         fast: bool,
@@ -174,13 +199,44 @@ class _Rendering:
                     options=self.options,
                     tools=self.tools,
                     renderer=self.renderer,
-                    secrets=decoder,
+                    secrets=self.decoder,
                     bar=bar,
                     fast=fast,
                     reuse=reuse,
                 )
             rendered.append(side)
         return rendered
+
+    def pair(
+        self, roots: Sequence[Path], *, watch: SideWatch, changes: Changes
+    ) -> list[SideRender]:
+        """Both sides planned first, then rendered without the deployments whose inputs
+        the change leaves alone (reviewer/unrendered.py): neither side renders those."""
+        base = self._plan(roots[0])
+        head = self._plan(roots[1], Reuse(basis_of(base), changes, roots[1]))
+        rendered = []
+        for index, (root, planned) in enumerate(zip(roots, (base, head), strict=True)):
+            with watch(index, self.tools.cache) as bar:
+                side = render_planned(
+                    root,
+                    planned,
+                    options=self.options,
+                    tools=self.tools,
+                    bar=bar,
+                    identical=head.reused,
+                )
+            rendered.append(side)
+        return rendered
+
+    def _plan(self, root: Path, reuse: Reuse | None = None) -> PlannedSide:
+        return plan_twins(
+            root,
+            options=self.options,
+            renderer=self.renderer,
+            secrets=self.decoder,
+            fast=True,
+            reuse=reuse,
+        )
 
 
 def _reuse(rendered: Sequence[SideRender], changes: Changes | None, root: Path) -> Reuse | None:

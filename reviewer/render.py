@@ -54,6 +54,8 @@ class RenderCache:
     """Outcomes read from `store` instead of rendered."""
     stored: int = 0
     """Outcomes written to `store`."""
+    identical: int = 0
+    """Releases left unrendered: every input the same on both sides (reviewer/unrendered.py)."""
     programs: Programs = field(default_factory=Programs)
     """Where kubectl is found for directories made into charts (from the edge)."""
     _scratch: tempfile.TemporaryDirectory[str] | None = None

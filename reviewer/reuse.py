@@ -146,8 +146,9 @@ class Basis:
     plan: Plan
     twin: Plan
     seen: Mapping[DeploymentKey, tuple[Cluster, DeploymentDir]]
-    snapshot: Snapshot
-    """As rendered (real values, not redacted)."""
+    snapshot: Snapshot | None
+    """As rendered (real values, not redacted); None: planned only, the head side's
+    reused deployments are rendered by neither side (reviewer/unrendered.py)."""
     published: Snapshot | None
     """Secret-derived positions in their twin form; None: `snapshot` (no SOPS file read)."""
     secret_keys: frozenset[DeploymentKey] = frozenset()
@@ -170,10 +171,12 @@ class Reuse:
     def __post_init__(self) -> None:
         self._releases = by_deployment(self.basis.plan.releases)
         self._failed = failed_keys(self.basis.plan.errors) | failed_keys(self.basis.twin.errors)
-        # Nested releases (docs/nested.md) read repository sources no plan records.
+        # Nested releases (docs/nested.md) read repository sources no plan records; with
+        # nothing rendered, `unrendered.skippable` vouched that the change touches none.
+        rendered = self.basis.snapshot.releases if self.basis.snapshot is not None else ()
         self._failed |= {
             key_of(release.id)
-            for release in self.basis.snapshot.releases
+            for release in rendered
             if any(nested.is_helmrelease(resource.body) for resource in release.resources)
         }
 
@@ -242,12 +245,14 @@ class Reuse:
     def rendered(self, keys: Iterable[DeploymentKey]) -> tuple[RenderedRelease, ...]:
         """The base's rendered releases (and refusals) of those deployments."""
         wanted = set(keys)
+        assert self.basis.snapshot is not None, "a planned-only basis renders nothing to take"
         return tuple(r for r in self.basis.snapshot.releases if key_of(r.id) in wanted)
 
     def published(self, keys: Iterable[DeploymentKey]) -> tuple[RenderedRelease, ...]:
         """The base's publishable form of those deployments' releases."""
         wanted = set(keys)
         shown = self.basis.published or self.basis.snapshot
+        assert shown is not None, "a planned-only basis renders nothing to take"
         return tuple(r for r in shown.releases if key_of(r.id) in wanted)
 
 

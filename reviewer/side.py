@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reviewer import unrendered
 from reviewer.config import CONFIG_FILE
 from reviewer.discover import Cluster, DeploymentDir, Layout
 from reviewer.gotmpl import TemplateRenderer
@@ -188,7 +189,7 @@ class SideRender:
     leaves: frozenset[str] = frozenset()
     """Every decrypted SOPS leaf: the leak guard's seed."""
     basis: Basis | None = None
-    """What a head side may reuse of this one (fast path only)."""
+    """What a head side may reuse of this one (hierarchy deployments only)."""
 
     @property
     def shown(self) -> Snapshot:
@@ -303,8 +304,24 @@ def render_side(
     planned = plan_twins(
         root, options=options, renderer=renderer, secrets=secrets, fast=fast, reuse=reuse
     )
+    return render_planned(root, planned, options=options, tools=tools, bar=bar, reuse=reuse)
+
+
+def render_planned(
+    root: Path,
+    planned: PlannedSide,
+    *,
+    options: SideOptions,
+    tools: Tools,
+    bar: ProgressBar = no_bar,
+    reuse: Reuse | None = None,
+    identical: frozenset[DeploymentKey] = frozenset(),
+) -> SideRender:
+    """Render a planned side; the deployments `identical` are left unrendered on both
+    sides (reviewer/unrendered.py), those `reuse` took are the base side's renders."""
     plan = refuse_secret_charts(planned.plan, planned.twin)
-    fresh = _without(plan, planned.reused)
+    apart = planned.reused | identical
+    fresh = _without(plan, apart)
     with bar(len(fresh.releases)) as advance:
         snapshot = render_plan(
             fresh,
@@ -315,13 +332,19 @@ def render_side(
             ),
         )
     plans = {**planned.plan.input_plans(), **{r.id: r for r in planned.twin.releases}}
-    published = _published(planned, plan, snapshot, lambda twin: _render(twin, root, tools))
-    if reuse is not None and planned.reused:
+    published = _published(planned, plan, snapshot, apart, lambda p: _render(p, root, tools))
+    taken = planned.reused - identical
+    if reuse is not None and taken:
         # They have the chart and values of releases the base side rendered.
-        tools.cache.reused += len(plan.releases) - len(fresh.releases)
-        snapshot = _with(snapshot, reuse.rendered(planned.reused))
+        tools.cache.reused += len(_only(plan, taken).releases)
+        snapshot = _with(snapshot, reuse.rendered(taken))
         if published is not None:
-            published = _with(published, reuse.published(planned.reused))
+            published = _with(published, reuse.published(taken))
+    if identical:
+        unchanged = unrendered.stand_ins(plan.releases, identical, root)
+        tools.cache.identical += len(unchanged)
+        snapshot = _with(snapshot, unchanged)
+        published = _with(published, unchanged) if published is not None else None
     inner = expand_side(
         root,
         real=snapshot,
@@ -333,7 +356,6 @@ def render_side(
     if inner.real or inner.shown:
         snapshot, published = inner.merged(snapshot, published or snapshot)
         plans.update({release.id: release for release in inner.plans})
-    basis = _basis(planned, snapshot, published) if fast else None
     return SideRender(
         snapshot,
         planned.replacements,
@@ -341,25 +363,31 @@ def render_side(
         real=tuple(plan.releases),
         published=published,
         leaves=planned.leaves,
-        basis=basis,
+        basis=basis_of(planned, snapshot, published) if planned.seen else None,
     )
 
 
-def _basis(planned: PlannedSide, snapshot: Snapshot, published: Snapshot | None) -> Basis:
-    """What a head side may reuse of this one."""
+def basis_of(
+    planned: PlannedSide, snapshot: Snapshot | None = None, published: Snapshot | None = None
+) -> Basis:
+    """What a head side may reuse of this one (without `snapshot`: its plans only)."""
     return Basis(planned.plan, planned.twin, planned.seen, snapshot, published, planned.secret_keys)
 
 
 def _published(
-    planned: PlannedSide, plan: Plan, snapshot: Snapshot, render: Callable[[Plan], Snapshot]
+    planned: PlannedSide,
+    plan: Plan,
+    snapshot: Snapshot,
+    apart: frozenset[DeploymentKey],
+    render: Callable[[Plan], Snapshot],
 ) -> Snapshot | None:
     """The secret-derived positions of `snapshot` in their twin form; None: no secrets."""
     if not planned.has_secrets:
         return None
     # The unfiltered plan: a refused chart reference is told from the twin.
     published = publish_twins(
-        _without(planned.plan, planned.reused),
-        _without(planned.twin, planned.reused),
+        _without(planned.plan, apart),
+        _without(planned.twin, apart),
         snapshot,
         render,
     )
@@ -383,6 +411,11 @@ def _without(plan: Plan, reused: frozenset[DeploymentKey]) -> Plan:
         releases=tuple(r for r in plan.releases if key_of(r.id) not in reused),
         errors=tuple(e for e in plan.errors if (e.cluster, e.deployment) not in reused),
     )
+
+
+def _only(plan: Plan, keys: frozenset[DeploymentKey]) -> Plan:
+    """`plan`'s releases of the deployments `keys`."""
+    return replace(plan, releases=tuple(r for r in plan.releases if key_of(r.id) in keys))
 
 
 def _render_args(root: Path, tools: Tools) -> dict[str, Any]:

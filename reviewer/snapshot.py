@@ -181,6 +181,7 @@ def _read_release(root: Path, entry: dict[str, Any], where: str) -> RenderedRele
         error=fields.optional("error"),
         reproduce=fields.optional("reproduce"),
         helm_command=fields.optional("helm"),
+        identical=fields.optional("status") == "identical",
     )
 
 

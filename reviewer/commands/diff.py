@@ -6,7 +6,7 @@ import functools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import config as config_mod
@@ -191,6 +191,8 @@ def render_pair(
 ) -> tuple[RenderedPair, LeakGuard]:
     """Render, redact, diff and explain both sides; returns the pair and its leak guard."""
     changes = changes_between(sides.base.root, sides.head.root, ignored=sides.head.ignored)
+    if report_args.fail_on_preexisting:  # its failures block: render every release
+        request = replace(request, render_unchanged=True)
     prepared = prepare_sides(
         (sides.base.root, sides.head.root),
         request,
@@ -252,24 +254,27 @@ def _announce(console: Console, sides: Sides) -> SideWatch:
     def watch(index: int, cache: RenderCache) -> Iterator[ProgressBar]:
         side = (sides.base, sides.head)[index]
         console.info(f"rendering {side.label}: {side.ref}")
-        rendered, reused, restored = cache.rendered, cache.reused, cache.restored
+        before = (cache.rendered, cache.reused, cache.restored, cache.identical)
         yield functools.partial(progress_bar, console, label=f"rendering {side.label}")
-        from_disk = cache.restored - restored
-        console.info(
-            _rendered_line(
-                side.label, cache.rendered - rendered, cache.reused - reused - from_disk, from_disk
+        rendered, reused, restored, identical = (
+            now - then
+            for now, then in zip(
+                (cache.rendered, cache.reused, cache.restored, cache.identical), before, strict=True
             )
         )
+        console.info(_rendered_line(side.label, rendered, reused - restored, restored, identical))
 
     return watch
 
 
-def _rendered_line(label: str, rendered: int, reused: int, restored: int) -> str:
+def _rendered_line(label: str, rendered: int, reused: int, restored: int, identical: int) -> str:
     line = f"  {label}: {rendered} release(s) rendered"
     if reused:
         line += f", {reused} not rendered again (same chart and values as one already rendered)"
     if restored:
         line += f", {restored} taken from the render cache"
+    if identical:
+        line += f", {identical} not rendered (every input the same on both sides)"
     return line
 
 

@@ -58,6 +58,11 @@ class ReleaseDiff:
                     yield diff.key, item
 
     @property
+    def rendered(self) -> bool:
+        """False for a release not rendered because its inputs are the same on both sides."""
+        return not any(side is not None and side.identical for side in (self.base, self.head))
+
+    @property
     def base_error(self) -> str | None:
         """Why the release failed on the target branch (a warning)."""
         return self.base.error if self.base is not None else None
