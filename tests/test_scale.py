@@ -59,8 +59,9 @@ def test_a_one_cluster_change_renders_only_that_clusters_releases(
     assert done.value.code == ExitStatus.OK
     captured = capsys.readouterr()
     releases = len(CLUSTERS) * 3
-    assert f"base: {releases} release(s) rendered\n" in captured.err
-    assert f"head: 3 release(s) rendered, {releases - 3} not rendered again" in captured.err
+    unrendered = f"{releases - 3} not rendered (every input the same on both sides)"
+    assert f"base: 3 release(s) rendered, {unrendered}" in captured.err
+    assert f"head: 3 release(s) rendered, {unrendered}" in captured.err
     report = json.loads(captured.out)
     assert report["summary"]["releases"]["changed"] == 3
 
@@ -182,7 +183,8 @@ def test_a_parallel_diff_leaves_no_process_behind(
     git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fleet(git_repo).commit("fleet")
-    git_repo.write("deployments/g1/g1c2/cluster.values.yaml", "where: changed\n")
+    # Read by every deployment: both sides render every release, so the pool starts.
+    git_repo.write("deployments/global.values.yaml", "everywhere: true\n")
     before = _children()
     with pytest.raises(SystemExit) as done:
         main(["diff", "--repo", str(git_repo.root), "--base", "main", "--jobs", "2"])
@@ -195,7 +197,7 @@ def test_a_parallel_diff_leaves_no_process_behind(
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 def test_a_parallel_diff_process_leaves_no_defunct_child(git_repo: GitRepo, tmp_path: Path) -> None:
     fleet(git_repo).commit("fleet")
-    git_repo.write("deployments/g1/g1c2/cluster.values.yaml", "where: changed\n")
+    git_repo.write("deployments/global.values.yaml", "everywhere: true\n")  # renders all
     command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
     command += ["--base", "main", "--jobs", "2", "--output", str(tmp_path / "report.md")]
     # A new session whose id is the child's pid: whatever it leaves behind is findable,
