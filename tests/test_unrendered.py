@@ -55,10 +55,11 @@ def _diff(
 
 
 def _release(report: dict[str, Any], cluster: str, release: str) -> dict[str, Any]:
-    (found,) = (
+    found: list[dict[str, Any]] = [
         r for r in report["releases"] if r["cluster"] == cluster and r["release"] == release
-    )
-    return found
+    ]
+    assert len(found) == 1, (cluster, release)
+    return found[0]
 
 
 def _edit_sandbox(repo: GitRepo) -> None:
