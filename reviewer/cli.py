@@ -36,7 +36,12 @@ from reviewer.limits import LimitFlags
 from reviewer.marker_keys import local_marker_key, shared_marker_key
 from reviewer.proc import Programs
 from reviewer.publish import CommentMode, StatusKind
-from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore, default_render_cache_dir
+from reviewer.render_cache import (
+    DEFAULT_MAX_MIB,
+    RenderStore,
+    default_render_cache_dir,
+    plans_dir,
+)
 from reviewer.side import Selection, Shard, SideOptions
 from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling
@@ -633,6 +638,8 @@ def cache_command(edge: Edge, render_cache: str | None, clear: bool) -> None:
         store.clear()
     usage = store.usage()
     edge.console.write(f"{root}: {usage.entries} entries, {usage.size / 2**20:.1f} MiB\n")
+    plans = RenderStore(plans_dir(root), max_bytes=0).usage()
+    edge.console.write(f"plans: {plans.entries} entries, {plans.size / 2**20:.1f} MiB\n")
 
 
 @cli.command("values")

@@ -17,6 +17,7 @@ from reviewer.discover import Layout
 from reviewer.filters import check_selection
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
+from reviewer.plan_cache import SidePlans
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again
@@ -80,6 +81,8 @@ class PreparedSides:
     """Fields the last side's charts regenerate on every render (found by rendering twice)."""
     sources: str = ""
     """Which sources were planned, and whether they were declared or detected."""
+    stored_plans: int = 0
+    """Deployments (of every side) whose plan was taken from the plan cache."""
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -140,6 +143,7 @@ def prepare_sides(
             and len(roots) == 2
             and unrendered.skippable(changes, roots, nested=options.nested.expand)
         )
+        rendering = replace(rendering, stored=_plan_caches(changes, roots, tools, config, options))
         rendered = (
             rendering.pair(roots, watch=watch, changes=changes)
             if skip and changes is not None
@@ -156,6 +160,7 @@ def prepare_sides(
         keyless=keyless_warning(decoder.keyless_sources),
         regeneration=regeneration,
         sources=registry.describe(sources, detected=not config.sources),
+        stored_plans=sum(side.hits for side in rendering.stored if side is not None),
     )
 
 
@@ -180,6 +185,8 @@ class _Rendering:
     tools: Tools
     renderer: TemplateRenderer
     decoder: SopsDecoder
+    stored: tuple[SidePlans | None, ...] = ()
+    """Each root's view of the plan cache (fast path with a render cache only)."""
 
     def sides(
         self,
@@ -203,17 +210,21 @@ class _Rendering:
                     bar=bar,
                     fast=fast,
                     reuse=reuse,
+                    stored=self._stored(index) if fast else None,
                 )
             rendered.append(side)
         return rendered
+
+    def _stored(self, index: int) -> SidePlans | None:
+        return self.stored[index] if index < len(self.stored) else None
 
     def pair(
         self, roots: Sequence[Path], *, watch: SideWatch, changes: Changes
     ) -> list[SideRender]:
         """Both sides planned first, then rendered without the deployments whose inputs
         the change leaves alone (reviewer/unrendered.py): neither side renders those."""
-        base = self._plan(roots[0])
-        head = self._plan(roots[1], Reuse(basis_of(base), changes, roots[1]))
+        base = self._plan(roots[0], stored=self._stored(0))
+        head = self._plan(roots[1], Reuse(basis_of(base), changes, roots[1]), self._stored(1))
         rendered = []
         for index, (root, planned) in enumerate(zip(roots, (base, head), strict=True)):
             with watch(index, self.tools.cache) as bar:
@@ -228,7 +239,9 @@ class _Rendering:
             rendered.append(side)
         return rendered
 
-    def _plan(self, root: Path, reuse: Reuse | None = None) -> PlannedSide:
+    def _plan(
+        self, root: Path, reuse: Reuse | None = None, stored: SidePlans | None = None
+    ) -> PlannedSide:
         return plan_twins(
             root,
             options=self.options,
@@ -236,7 +249,28 @@ class _Rendering:
             secrets=self.decoder,
             fast=True,
             reuse=reuse,
+            stored=stored,
         )
+
+
+def _plan_caches(
+    changes: Changes | None,
+    roots: Sequence[Path],
+    tools: Tools,
+    config: RepoConfig,
+    options: SideOptions,
+) -> tuple[SidePlans | None, ...]:
+    """Each root's view of the plan cache: with a render cache and both sides' digests."""
+    store = tools.plans
+    if store is None or changes is None or len(changes.sides) != len(roots):
+        return ()
+    # Besides the files planning reads: the settings (read from the base side), the
+    # layout given on the command line, and the root shown in reproduce commands.
+    context = repr((config, options.layout, options.display_root))
+    return tuple(
+        SidePlans(store, context, digests, root)
+        for digests, root in zip(changes.sides, roots, strict=True)
+    )
 
 
 def _reuse(rendered: Sequence[SideRender], changes: Changes | None, root: Path) -> Reuse | None:

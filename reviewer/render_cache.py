@@ -45,6 +45,12 @@ def default_render_cache_dir(environ: Mapping[str, str]) -> Path:
     return Path(base) / "reviewer" / "render"
 
 
+def plans_dir(render_cache: Path) -> Path:
+    """Where the plan cache (reviewer/plan_cache.py) keeps its entries: inside the render
+    cache's directory, so that clearing one clears both, but counted and bounded apart."""
+    return render_cache / "plans"
+
+
 @functools.cache
 def code_digest() -> str:
     """sha256 of reviewer's own source: a new reviewer never reads an older one's entries."""
@@ -109,26 +115,35 @@ class RenderStore:
 
     def load(self, digest: str) -> Outcome | None:
         """The stored outcome for `digest`; None when absent, corrupt or foreign."""
+        payload = self.load_data(digest)
+        return None if payload is None else _outcome(payload)
+
+    def save(self, digest: str, outcome: Outcome) -> bool:
+        """Store a successful outcome (atomically); False when it is not stored."""
+        if outcome.error is not None or outcome.chart is None:
+            return False  # failures may come from limits or load; render them again
+        return self.save_data(digest, _outcome_data(outcome))
+
+    def load_data(self, digest: str) -> Any:
+        """The JSON data stored for `digest`; None when absent, corrupt or foreign."""
         key = self.key(digest)
         path = self._path(key)
         try:
             data = path.read_bytes()
         except OSError:
             return None
-        outcome = _decode(data, key)
-        if outcome is not None:
+        payload = _decode(data, key)
+        if payload is not None:
             with contextlib.suppress(OSError):
                 os.utime(path)  # recently used: evicted last
-        return outcome
+        return payload
 
-    def save(self, digest: str, outcome: Outcome) -> bool:
-        """Store a successful outcome (atomically); False when it is not stored."""
-        if outcome.error is not None or outcome.chart is None:
-            return False  # failures may come from limits or load; render them again
+    def save_data(self, digest: str, payload: object) -> bool:
+        """Store JSON data for `digest` (atomically); False when it is not stored."""
         key = self.key(digest)
         path = self._path(key)
         try:
-            data = _encode(outcome, key)
+            data = _encode(payload, key)
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_TEMP_PREFIX)
         except (OSError, TypeError, ValueError):
@@ -185,22 +200,39 @@ class RenderStore:
                     path.unlink()
 
 
-# --- the entry format: one header line, then the outcome as JSON ------------------------------
+# --- the entry format: one header line, then the data as JSON --------------------------------
 #
 # `<FORMAT> <key> <sha256 of the JSON>\n<JSON>`. The key binds the entry to its name (a
 # file copied under another name is foreign); the digest catches truncation and bit rot.
 
 
-def _encode(outcome: Outcome, key: str) -> bytes:
-    assert outcome.chart is not None
-    payload = {
-        "chart": {"name": outcome.chart.name, "version": outcome.chart.version},
-        "resources": [_resource_data(resource) for resource in outcome.resources],
-    }
+def _encode(payload: object, key: str) -> bytes:
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     encoded = body.encode()
     header = f"{FORMAT} {key} {hashlib.sha256(encoded).hexdigest()}\n"
     return header.encode() + encoded
+
+
+def _decode(data: bytes, key: str) -> Any:
+    header, newline, encoded = data.partition(b"\n")
+    if not newline or header.decode("ascii", "replace").split(" ") != [
+        FORMAT,
+        key,
+        hashlib.sha256(encoded).hexdigest(),
+    ]:
+        return None
+    try:
+        return json.loads(encoded)
+    except ValueError:
+        return None
+
+
+def _outcome_data(outcome: Outcome) -> dict[str, Any]:
+    assert outcome.chart is not None
+    return {
+        "chart": {"name": outcome.chart.name, "version": outcome.chart.version},
+        "resources": [_resource_data(resource) for resource in outcome.resources],
+    }
 
 
 def _resource_data(resource: Resource) -> dict[str, Any]:
@@ -216,16 +248,8 @@ def _resource_data(resource: Resource) -> dict[str, Any]:
     }
 
 
-def _decode(data: bytes, key: str) -> Outcome | None:
-    header, newline, encoded = data.partition(b"\n")
-    if not newline or header.decode("ascii", "replace").split(" ") != [
-        FORMAT,
-        key,
-        hashlib.sha256(encoded).hexdigest(),
-    ]:
-        return None
+def _outcome(payload: Any) -> Outcome | None:
     try:
-        payload = json.loads(encoded)
         chart = payload["chart"]
         info = ChartInfo(_text(chart["name"]), _text(chart["version"]))
         resources = tuple(_resource(item) for item in payload["resources"])

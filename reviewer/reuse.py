@@ -47,6 +47,8 @@ class Changes:
     """What the blast radius lists: `files` without the head side's git-ignored paths."""
     known: frozenset[str]
     """Every file of both sides and every directory above one."""
+    sides: tuple[Mapping[str, str], ...] = ()
+    """{file: content digest} of each side (base, head), when known (the plan cache's keys)."""
     dirty: frozenset[str] = field(init=False)
     """Changed files and every directory above one."""
 
@@ -63,7 +65,10 @@ def changes_between(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> C
     old, new = file_digests(base), file_digests(head)
     files = differing(old, new)
     return Changes(
-        files, reported(files, ignored), frozenset(_with_parents(old.keys() | new.keys()))
+        files,
+        reported(files, ignored),
+        frozenset(_with_parents(old.keys() | new.keys())),
+        (old, new),
     )
 
 
@@ -194,7 +199,7 @@ class Reuse:
             return False
         if any(not self._self_contained(release) for release in releases):
             return False
-        return self._unchanged(_reads(cluster, deployment, releases))
+        return self._unchanged(planning_reads(cluster, deployment, releases))
 
     def _known(
         self, cluster: Cluster, deployment: DeploymentDir, releases: Iterable[ReleasePlan]
@@ -256,7 +261,7 @@ class Reuse:
         return tuple(r for r in shown.releases if key_of(r.id) in wanted)
 
 
-def _reads(
+def planning_reads(
     cluster: Cluster, deployment: DeploymentDir, releases: Iterable[ReleasePlan]
 ) -> list[str]:
     """Every path planning these releases read or looked for, and the directories they

@@ -22,6 +22,7 @@ from reviewer.gotmpl import TemplateRenderer
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.nested_render import NestedOptions, expand_side
 from reviewer.plan import Plan, ReleasePlan
+from reviewer.plan_cache import SidePlans
 from reviewer.proc import Programs
 from reviewer.refguard import refuse_secret_charts
 from reviewer.render import render_plan
@@ -32,8 +33,9 @@ from reviewer.reuse import (
     DeploymentKey,
     Reuse,
     assemble,
+    by_deployment,
+    failed_keys,
     key_of,
-    never,
 )
 from reviewer.side_twins import RecordingSecrets, RedactedSecrets, twin_keys, twin_replacements
 from reviewer.sops import SopsDecoder
@@ -205,16 +207,19 @@ def plan_twins(
     secrets: SecretsLoader | None = None,
     fast: bool = False,
     reuse: Reuse | None = None,
+    stored: SidePlans | None = None,
 ) -> PlannedSide:
     """Plan with real secrets and, when any were read, with redacted ones; diff the twins.
 
     `fast` (a hierarchy source alone): plan the twin only of the deployments that read
     SOPS files, the rest equals the real plan; `reuse` (fast too): take the deployments
-    whose inputs the change leaves alone from the base side instead of planning them.
+    whose inputs the change leaves alone from the base side instead of planning them;
+    `stored` (fast too): take deployments from the plan cache, and store what is planned.
     """
     decoder = secrets if isinstance(secrets, SopsDecoder) else None
     recording = RecordingSecrets(secrets or NoSecrets())
-    choosing = Choosing(options.selection, reuse.reusable if reuse is not None else never)
+    taking = _Taking(reuse, stored)
+    choosing = Choosing(options.selection, taking.skip)
     builds = SideBuilds()  # the twin takes what the real plan built
     planned = plan_side(
         root,
@@ -225,11 +230,15 @@ def plan_twins(
         select=choosing,
         builds=builds,
     )
-    reused = frozenset(choosing.skipped)
+    reused = frozenset(choosing.skipped - taking.stored.keys())
     real, reused_twins = planned, Plan()
-    if reuse is not None and reused:
-        reused_twins = reuse.twins(reused)
-        parts = [(reused, reuse.plans(reused)), (choosing.seen, planned)]
+    if choosing.skipped:
+        reused_twins = reuse.twins(reused) if reuse is not None else Plan()
+        parts = [
+            (reused, reuse.plans(reused) if reuse is not None else Plan()),
+            (taking.stored, Plan(releases=tuple(r for rs in taking.stored.values() for r in rs))),
+            (choosing.seen, planned),
+        ]
         real = replace(planned, releases=assemble(choosing.seen, parts))
     inherited = reused & reuse.basis.secret_keys if reuse is not None else frozenset()
     # Secrets of object sets (SOPS files that are objects) are paired where they are read.
@@ -237,9 +246,11 @@ def plan_twins(
     # A release may also read a Secret a build decrypted (a Flux Kustomization's), which
     # no secrets loader sees.
     secrets_read = recording.used or bool(real.replacements and real.releases)
+    needed = twin_keys(planned, choosing, recording) if secrets_read else set()
+    if stored is not None:
+        _store(stored, choosing, planned, needed, frozenset(recording.leaves))
     if not secrets_read and not inherited:
         return PlannedSide(real, real, dict(real.replacements), objects, choosing.seen, reused)
-    needed = twin_keys(planned, choosing, recording)
     only = needed if fast else None
     twin = Plan()
     if secrets_read:
@@ -252,6 +263,42 @@ def plan_twins(
     leaves = frozenset(recording.leaves) | objects
     secret_keys = frozenset(needed) | inherited if fast else frozenset(choosing.seen)
     return PlannedSide(real, twin, replacements, leaves, choosing.seen, reused, secret_keys)
+
+
+@dataclass
+class _Taking:
+    """Which selected deployments are not planned: reused from the base side, or stored."""
+
+    reuse: Reuse | None
+    cache: SidePlans | None
+    stored: dict[DeploymentKey, tuple[ReleasePlan, ...]] = field(default_factory=dict)
+
+    def skip(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
+        """Taken from the base side or the plan cache (the base side first)."""
+        if self.reuse is not None and self.reuse.reusable(cluster, deployment):
+            return True
+        found = self.cache.lookup(cluster, deployment) if self.cache is not None else None
+        if found is None:
+            return False
+        self.stored[(cluster.path, deployment.name)] = found
+        return True
+
+
+def _store(
+    cache: SidePlans,
+    choosing: Choosing,
+    planned: Plan,
+    secret: set[DeploymentKey],
+    leaves: frozenset[str],
+) -> None:
+    """Store the deployments just planned that no secret reached and that did not fail."""
+    skipped = secret | choosing.skipped | failed_keys(planned.errors)
+    safe = secret_free(planned, planned, leaves)
+    for key, releases in by_deployment(planned.releases).items():
+        if key in skipped or not all(release.id in safe for release in releases):
+            continue
+        cluster, deployment = choosing.seen[key]
+        cache.save(cluster, deployment, releases)
 
 
 def _twin_plan(
@@ -299,10 +346,17 @@ def render_side(
     bar: ProgressBar = no_bar,
     fast: bool = False,
     reuse: Reuse | None = None,
+    stored: SidePlans | None = None,
 ) -> SideRender:
-    """Plan and render one checkout (`fast`, `reuse`: see `plan_twins`)."""
+    """Plan and render one checkout (`fast`, `reuse`, `stored`: see `plan_twins`)."""
     planned = plan_twins(
-        root, options=options, renderer=renderer, secrets=secrets, fast=fast, reuse=reuse
+        root,
+        options=options,
+        renderer=renderer,
+        secrets=secrets,
+        fast=fast,
+        reuse=reuse,
+        stored=stored,
     )
     return render_planned(root, planned, options=options, tools=tools, bar=bar, reuse=reuse)
 

@@ -14,7 +14,7 @@ from reviewer.engine import make_engine
 from reviewer.limits import LimitFlags, Limits
 from reviewer.proc import Programs
 from reviewer.render import RenderCache
-from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore
+from reviewer.render_cache import DEFAULT_MAX_MIB, RenderStore, plans_dir
 from reviewer.sandbox import SandboxPool
 from reviewer.workers import Pool
 
@@ -52,6 +52,8 @@ class Tools:
     pool: Pool
     fetcher: ChartFetcher
     cache: RenderCache = field(default_factory=RenderCache)
+    plans: RenderStore | None = None
+    """The plan cache (reviewer/plan_cache.py), beside the render cache; None without one."""
 
 
 @contextmanager
@@ -64,14 +66,12 @@ def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterat
     limits = tooling.limits_with(settings)
     engine = make_engine(tooling.helm_engine, binary=tooling.helm_binary)
     pool: Pool = SandboxPool(engine, jobs=tooling.jobs, binary=tooling.helm_binary, limits=limits)
-    store = None
+    store = plans = None
     if tooling.render_cache is not None:
         # A limit decides whether a render succeeds: entries made under other limits differ.
-        store = RenderStore(
-            tooling.render_cache,
-            max_bytes=tooling.render_cache_mib * 1024 * 1024,
-            context=repr(limits),
-        )
+        size = tooling.render_cache_mib * 1024 * 1024
+        store = RenderStore(tooling.render_cache, max_bytes=size, context=repr(limits))
+        plans = RenderStore(plans_dir(tooling.render_cache), max_bytes=size, context=repr(limits))
     try:
         with (
             _cache_dir(tooling.cache_dir) as cache_dir,
@@ -82,12 +82,13 @@ def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterat
                 policy=replace(settings.charts, allow_loopback=tooling.allow_loopback),
             ) as fetcher,
         ):
-            yield Tools(pool, fetcher, RenderCache(store=store, programs=tooling.programs))
+            yield Tools(pool, fetcher, RenderCache(store=store, programs=tooling.programs), plans)
     finally:
         pool.close()
         engine.close()
-        if store is not None:
-            store.trim()
+        for kept in (store, plans):
+            if kept is not None:
+                kept.trim()
 
 
 @contextmanager

@@ -203,6 +203,8 @@ def render_pair(
         changes=changes,
     )
     console.info(prepared.sources)
+    if prepared.stored_plans:
+        console.info(f"{prepared.stored_plans} deployment plan(s) taken from the plan cache")
     base, head = prepared.rendered
     redacted_base, redacted_head = prepared.redacted
     noise = prepared.config.noise

@@ -1,0 +1,209 @@
+"""The plan cache: a hierarchy deployment's plan on disk, by the contents of what it read.
+
+Planning a deployment reads its hierarchy's values files, its deployment.yaml, app
+templates and their values, and looks for files that may not exist. Planning is
+deterministic in those contents, so a plan is stored with the list of files planning
+read or looked for, and taken back when every one of them has the same content (or is
+still absent) on the side being planned: an index entry per deployment names the files,
+a plan entry keyed by their contents holds the releases (docs/cache.md, "Plans").
+
+Only deployments no secret reaches are stored (no SOPS file read, as the render cache),
+nor those with a planning error, kustomize patches, or a Go template calling a function
+whose result changes between runs (`now`, `randAlphaNum`, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reviewer import capabilities as capabilities_mod
+from reviewer import jail
+from reviewer.discover import Cluster, DeploymentDir
+from reviewer.errors import ReviewerError
+from reviewer.model import ReleaseId
+from reviewer.plan import ReleasePlan
+from reviewer.postrender import Patches
+from reviewer.render_cache import RenderStore
+from reviewer.reuse import planning_reads
+from reviewer.templates import ChartRef
+from reviewer.values import Layer
+
+_VERSION = "reviewer-plan/1"
+_ABSENT = "-"
+# Sprig functions whose result differs between two runs on the same input.
+_UNSTABLE = re.compile(
+    r"\b(now|date|dateInZone|unixEpoch|rand[A-Za-z]*|uuidv4|shuffle|htpasswd|bcrypt"
+    r"|gen(PrivateKey|CA|CAWithKey|SelfSignedCert|SelfSignedCertWithKey|SignedCert"
+    r"|SignedCertWithKey))\b"
+)
+
+
+@dataclass
+class SidePlans:
+    """The plan cache as one side sees it: file contents by repo-relative path."""
+
+    store: RenderStore
+    context: str
+    """What else decides a plan (layout and settings): part of every key."""
+    digests: Mapping[str, str]
+    """{file: content digest} of every file of the side; absent paths are not in it."""
+    root: Path
+    """The side's checkout (its `.gotmpl` inputs are read for unstable functions)."""
+    hits: int = 0
+    """Deployments whose plan was taken from the cache."""
+    _directories: set[str] | None = field(default=None, repr=False)
+
+    def lookup(self, cluster: Cluster, deployment: DeploymentDir) -> tuple[ReleasePlan, ...] | None:
+        """The deployment's stored releases when every file its plan read is unchanged."""
+        index = self.store.load_data(self._index_key(cluster, deployment))
+        if not isinstance(index, list) or not all(isinstance(path, str) for path in index):
+            return None
+        contents = self._contents(index)
+        if contents is None:
+            return None
+        payload = self.store.load_data(contents)
+        if not isinstance(payload, list):
+            return None
+        try:
+            releases = tuple(_release(item) for item in payload)
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not releases:
+            return None
+        self.hits += 1
+        return releases
+
+    def save(
+        self, cluster: Cluster, deployment: DeploymentDir, releases: Iterable[ReleasePlan]
+    ) -> bool:
+        """Store a deployment's releases (planned without secrets or errors) if they qualify."""
+        found = tuple(releases)
+        if not found or not all(_storable(release) for release in found):
+            return False
+        paths = sorted(set(planning_reads(cluster, deployment, found)))
+        contents = self._contents(paths)
+        if contents is None or self._unstable(paths):
+            return False
+        stored = self.store.save_data(contents, [_release_data(r) for r in found])
+        return stored and self.store.save_data(self._index_key(cluster, deployment), paths)
+
+    def _index_key(self, cluster: Cluster, deployment: DeploymentDir) -> str:
+        levels = [[level.kind, level.path, level.label] for level in cluster.levels]
+        where = [cluster.path, levels, deployment.name, deployment.path, deployment.level.path]
+        return _digest(_VERSION, "index", self.context, repr(where))
+
+    def _contents(self, paths: Iterable[str]) -> str | None:
+        """A digest of every path's content (or absence); None when a path is not known to
+        be absent (behind a symlinked directory, which hashing does not enter)."""
+        parts = []
+        for path in paths:
+            digest = self.digests.get(path)
+            if digest is None and not self._absent(path):
+                return None
+            parts.append(f"{path}\0{digest or _ABSENT}")
+        return _digest(_VERSION, "plan", self.context, *parts)
+
+    def _absent(self, path: str) -> bool:
+        if self._directories is None:
+            self._directories = {""}
+            for name in self.digests:
+                while "/" in name:
+                    name = name.rsplit("/", 1)[0]
+                    if name in self._directories:
+                        break
+                    self._directories.add(name)
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        return parent in self._directories
+
+    def _unstable(self, paths: Iterable[str]) -> bool:
+        for path in paths:
+            if not path.endswith(".gotmpl") or path not in self.digests:
+                continue
+            try:
+                if _UNSTABLE.search(jail.read_text(self.root, path)):
+                    return True
+            except (ReviewerError, OSError):
+                return True
+        return False
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0\0".join(parts).encode()).hexdigest()
+
+
+def _storable(release: ReleasePlan) -> bool:
+    return (
+        not release.patches
+        and not release.patches.files
+        and release.chart_defaults is None
+        and not any(layer.secret for layer in release.layers)
+    )
+
+
+def _release_data(release: ReleasePlan) -> dict[str, Any]:
+    return {
+        "id": [release.id.cluster, release.id.deployment, release.id.release],
+        "namespace": release.namespace,
+        "chart": [release.chart.ref, release.chart.local, release.chart.repository],
+        "version": release.version,
+        "labels": release.labels,
+        "values": release.values,
+        "layers": [[layer.source, layer.level, layer.values] for layer in release.layers],
+        "inputs": sorted(release.inputs),
+        "skipSchemaValidation": release.skip_schema_validation,
+        "templateFile": release.template_file,
+        "reproduce": release.reproduce,
+        "helmCommand": release.helm_command,
+        "kubeVersion": release.capabilities.kube_version,
+        "apiVersions": release.capabilities.api_versions,
+        "patchesSource": release.patches.source,
+    }
+
+
+def _release(item: Mapping[str, Any]) -> ReleasePlan:
+    cluster, deployment, name = (_text(part) for part in item["id"])
+    ref, local, repository = item["chart"]
+    api_versions = item["apiVersions"]
+    return ReleasePlan(
+        id=ReleaseId(cluster, deployment, name),
+        namespace=_text(item["namespace"]),
+        chart=ChartRef(_text(ref), _optional(local), _optional(repository)),
+        version=_optional(item["version"]),
+        labels={_text(key): _text(value) for key, value in _mapping(item["labels"]).items()},
+        values=_mapping(item["values"]),
+        layers=tuple(
+            Layer(_text(source), _text(level), _mapping(values))
+            for source, level, values in item["layers"]
+        ),
+        inputs=frozenset(_text(path) for path in item["inputs"]),
+        skip_schema_validation=item["skipSchemaValidation"] is True,
+        template_file=_text(item["templateFile"]),
+        reproduce=_text(item["reproduce"]),
+        helm_command=_optional(item["helmCommand"]),
+        capabilities=capabilities_mod.Capabilities(
+            kube_version=_optional(item["kubeVersion"]),
+            api_versions=None if api_versions is None else tuple(map(_text, api_versions)),
+        ),
+        patches=Patches(source=_text(item["patchesSource"])),
+    )
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _optional(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError("expected a mapping")
+    return value

@@ -1,0 +1,169 @@
+"""The plan cache (docs/cache.md, "Plans"): deployments' plans kept by what planning read."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from agekeys import AgeIdentity, encrypt
+from conftest import GitRepo, git
+
+from reviewer.cli import main
+from reviewer.discover import HierarchySource
+from reviewer.filedigests import file_digests
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.plan_cache import SidePlans
+from reviewer.render_cache import RenderStore, plans_dir
+from reviewer.reuse import by_deployment
+from reviewer.side import SideOptions, plan_side
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
+APP = "apps: [{template: app}]\n"
+CLUSTERS = ("a", "b", "c")
+STORED = "deployment plan(s) taken from the plan cache"
+SECRET = "Zq8-Long-Secret-4711"
+
+
+def _fleet(repo: GitRepo) -> GitRepo:
+    for cluster in CLUSTERS:
+        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", APP)
+        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
+    return repo
+
+
+def _diff(
+    repo: GitRepo, out: Path, store: Path | None, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, str]:
+    """The JSON report and stderr of `reviewer diff`, with the render cache `store` or none."""
+    cache = ["--render-cache", str(store)] if store else ["--no-render-cache"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main(["diff", "--repo", str(repo.root), "--format", "json", "--output", str(out), *cache])
+    assert done.value.code == 0
+    return out.read_text(encoding="utf-8"), capsys.readouterr().err
+
+
+def _stored(said: str) -> int:
+    for line in said.splitlines():
+        if line.endswith(STORED):
+            return int(line.split()[0])
+    return 0
+
+
+def test_every_plan_of_the_example_comes_back_equal(tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, root)
+    plan = plan_side(root, options=SideOptions(), renderer=TemplateRenderer())
+    side = SidePlans(
+        RenderStore(tmp_path / "store", max_bytes=1 << 30), "", file_digests(root), root
+    )
+    fleet = HierarchySource().discover(root)
+    where = {(c.path, d.name): (c, d) for c in fleet.clusters for d in c.deployments}
+    kept = 0
+    for key, releases in by_deployment(plan.releases).items():
+        cluster, deployment = where[key]
+        if side.save(cluster, deployment, releases):
+            kept += 1
+            assert side.lookup(cluster, deployment) == tuple(releases)
+        else:
+            assert side.lookup(cluster, deployment) is None
+    assert kept >= len(where) // 2, "most of the example's deployments can be kept"
+
+
+def test_a_second_run_plans_nothing_again_and_reports_the_same(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fleet(git_repo).commit("fleet")
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
+    store = tmp_path / "cache"
+    cold, said = _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    assert _stored(said) == 0
+    warm, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
+    assert _stored(said) == 4, "three base deployments and the changed head one"
+    plain, _ = _diff(git_repo, tmp_path / "none.json", None, capsys)
+    assert warm == cold == plain
+
+
+def test_a_file_a_stored_plan_read_changing_plans_that_deployment_again(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fleet(git_repo).commit("fleet")
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
+    store = tmp_path / "cache"
+    _diff(git_repo, tmp_path / "first.json", store, capsys)
+    # The next change adds a file the lookup looked for on cluster b, and edits cluster c.
+    git_repo.write("deployments/b/cluster.values.yaml.gotmpl", "replicas: 7\n")
+    git_repo.write("deployments/c/cluster.values.yaml", "where: c\nreplicas: 9\n")
+    warm, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
+    assert _stored(said) == 4, "base a, b, c and head a; head b and c are planned"
+    plain, _ = _diff(git_repo, tmp_path / "none.json", None, capsys)
+    assert warm == plain
+    changed = {r["cluster"] for r in json.loads(warm)["releases"] if r["status"] == "changed"}
+    assert changed == {"a", "b", "c"}
+
+
+def test_an_unstable_template_function_keeps_the_plan_out(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fleet(git_repo)
+    git_repo.write("deployments/b/cluster.values.yaml.gotmpl", 'stamp: {{ now | date "2006" }}\n')
+    git_repo.commit("fleet")
+    git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
+    store = tmp_path / "cache"
+    _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    _, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
+    assert _stored(said) == 3, "base a and c, head a: cluster b is planned every time"
+
+
+def test_a_plan_a_secret_reaches_is_never_written(
+    git_repo: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    identity = AgeIdentity.generate()
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(tmp_path / "keys.txt")))
+    _fleet(git_repo)
+    encrypt(
+        git_repo.root / "deployments/a",
+        {"db": {"password": SECRET}},
+        identity,
+        name="cluster.values.sops.yaml",
+    )
+    git_repo.write("deployments/b/cluster.values.yaml", f"where: b\ncopied: {SECRET}\n")
+    git_repo.commit("fleet")
+    git_repo.write("deployments/c/cluster.values.yaml", "where: c\nreplicas: 3\n")
+    store = tmp_path / "cache"
+    cold, _ = _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    found = b"".join(path.read_bytes() for path in plans_dir(store).glob("??/*.entry"))
+    assert b"where: c" in found.replace(b"\\n", b"\n") or b'"where":"c"' in found
+    encoded = base64.b64encode(SECRET.encode())
+    for needle in (SECRET.encode(), encoded, encoded.rstrip(b"="), SECRET.upper().encode()):
+        assert needle not in found
+    warm, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
+    assert _stored(said) == 2, "base c and head c; a reads a SOPS file, b spells its secret"
+    assert warm == cold
+
+
+def test_a_symlinked_level_directory_is_never_stored(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fleet(git_repo)
+    git_repo.write("shared/b/apps/web/deployment.yaml", APP)
+    git_repo.write("shared/b/cluster.values.yaml", "where: shared b\n")
+    shutil.rmtree(git_repo.root / "deployments/b")
+    os.symlink("../shared/b", git_repo.root / "deployments/b")
+    git_repo.commit("fleet")
+    git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
+    store = tmp_path / "cache"
+    _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    _, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
+    assert _stored(said) == 3, "base a and c, head a: b's files are behind a symlink"
