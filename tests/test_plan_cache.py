@@ -157,10 +157,10 @@ def test_a_symlinked_level_directory_is_never_stored(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _fleet(git_repo)
-    git_repo.write("shared/b/apps/web/deployment.yaml", APP)
-    git_repo.write("shared/b/cluster.values.yaml", "where: shared b\n")
+    git_repo.write("common/b/apps/web/deployment.yaml", APP)
+    git_repo.write("common/b/cluster.values.yaml", "where: common b\n")
     shutil.rmtree(git_repo.root / "deployments/b")
-    os.symlink("../shared/b", git_repo.root / "deployments/b")
+    os.symlink("../common/b", git_repo.root / "deployments/b")
     git_repo.commit("fleet")
     git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
     store = tmp_path / "cache"
