@@ -67,11 +67,13 @@ class SidePlans:
         if contents is None:
             return None
         payload = self.store.load_data(contents)
-        if not isinstance(payload, list):
-            return None
         try:
-            releases = tuple(_release(item) for item in payload)
-        except (KeyError, TypeError, ValueError):
+            layers = [
+                Layer(_text(source), _text(level), _mapping(values))
+                for source, level, values in payload["layers"]
+            ]
+            releases = tuple(_release(item, layers) for item in payload["releases"])
+        except (KeyError, TypeError, ValueError, IndexError):
             return None
         if not releases:
             return None
@@ -89,7 +91,7 @@ class SidePlans:
         contents = self._contents(paths)
         if contents is None or self._unstable(paths):
             return False
-        stored = self.store.save_data(contents, [_release_data(r) for r in found])
+        stored = self.store.save_data(contents, _deployment_data(found))
         return stored and self.store.save_data(self._index_key(cluster, deployment), paths)
 
     def _index_key(self, cluster: Cluster, deployment: DeploymentDir) -> str:
@@ -145,7 +147,22 @@ def _storable(release: ReleasePlan) -> bool:
     )
 
 
-def _release_data(release: ReleasePlan) -> dict[str, Any]:
+def _deployment_data(releases: Iterable[ReleasePlan]) -> dict[str, Any]:
+    """The releases, each values layer written once (releases share the hierarchy's)."""
+    layers: dict[int, int] = {}
+    table: list[list[Any]] = []
+    for release in releases:
+        for layer in release.layers:
+            if id(layer) not in layers:
+                layers[id(layer)] = len(table)
+                table.append([layer.source, layer.level, layer.values])
+    return {
+        "layers": table,
+        "releases": [_release_data(release, layers) for release in releases],
+    }
+
+
+def _release_data(release: ReleasePlan, layers: Mapping[int, int]) -> dict[str, Any]:
     return {
         "id": [release.id.cluster, release.id.deployment, release.id.release],
         "namespace": release.namespace,
@@ -153,7 +170,7 @@ def _release_data(release: ReleasePlan) -> dict[str, Any]:
         "version": release.version,
         "labels": release.labels,
         "values": release.values,
-        "layers": [[layer.source, layer.level, layer.values] for layer in release.layers],
+        "layers": [layers[id(layer)] for layer in release.layers],
         "inputs": sorted(release.inputs),
         "skipSchemaValidation": release.skip_schema_validation,
         "templateFile": release.template_file,
@@ -165,7 +182,7 @@ def _release_data(release: ReleasePlan) -> dict[str, Any]:
     }
 
 
-def _release(item: Mapping[str, Any]) -> ReleasePlan:
+def _release(item: Mapping[str, Any], layers: list[Layer]) -> ReleasePlan:
     cluster, deployment, name = (_text(part) for part in item["id"])
     ref, local, repository = item["chart"]
     api_versions = item["apiVersions"]
@@ -174,13 +191,10 @@ def _release(item: Mapping[str, Any]) -> ReleasePlan:
         namespace=_text(item["namespace"]),
         chart=ChartRef(_text(ref), _optional(local), _optional(repository)),
         version=_optional(item["version"]),
-        labels={_text(key): _text(value) for key, value in _mapping(item["labels"]).items()},
+        labels=_texts(item["labels"]),
         values=_mapping(item["values"]),
-        layers=tuple(
-            Layer(_text(source), _text(level), _mapping(values))
-            for source, level, values in item["layers"]
-        ),
-        inputs=frozenset(_text(path) for path in item["inputs"]),
+        layers=tuple(layers[index] for index in item["layers"]),
+        inputs=frozenset(_paths(item["inputs"])),
         skip_schema_validation=item["skipSchemaValidation"] is True,
         template_file=_text(item["templateFile"]),
         reproduce=_text(item["reproduce"]),
@@ -196,6 +210,19 @@ def _release(item: Mapping[str, Any]) -> ReleasePlan:
 def _text(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError("expected a string")
+    return value
+
+
+def _texts(value: object) -> dict[str, str]:
+    labels = _mapping(value)
+    if not all(isinstance(text, str) for text in labels.values()):
+        raise TypeError("expected strings")
+    return labels
+
+
+def _paths(value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
+        raise TypeError("expected a list of strings")
     return value
 
 

@@ -107,9 +107,11 @@ def siblings(base: Snapshot, head: Snapshot) -> dict[ReleaseId, list[RenderedRel
     found: dict[ReleaseId, list[RenderedRelease]] = {}
     for same in by_name.values():
         for release in same:
+            if release.id in old:
+                continue
             # Only releases on both sides are candidates the report compares with.
             others = [o for o in same if o.id.cluster != release.id.cluster and o.id in old]
-            if release.id not in old and others:
+            if others:
                 found[release.id] = others
     return found
 

@@ -103,6 +103,7 @@ class RenderStore:
     def __init__(self, root: Path, *, max_bytes: int, context: str = "") -> None:
         self.root = root
         self.max_bytes = max_bytes
+        self.written = 0  # entries written: a run that wrote none leaves the size as it was
         # What else decides an outcome without being part of the input digest (render limits).
         self._salt = f"{FORMAT}\0{code_digest()}\0{context}\0"
 
@@ -156,6 +157,7 @@ class RenderStore:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             return False
+        self.written += 1
         return True
 
     def usage(self) -> Usage:

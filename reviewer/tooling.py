@@ -87,7 +87,8 @@ def open_tooling(tooling: Tooling, settings: RepoConfig | None = None) -> Iterat
         pool.close()
         engine.close()
         for kept in (store, plans):
-            if kept is not None:
+            # Listing every entry costs a stat each: only a run that wrote some can be over.
+            if kept is not None and kept.written:
                 kept.trim()
 
 

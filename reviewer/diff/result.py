@@ -224,8 +224,10 @@ class SnapshotDiff:
 
     def summary(self) -> tuple[ClusterSummary, ...]:
         """Per-cluster release counts, by cluster path."""
-        clusters = sorted({release.id.cluster for release in self.releases})
-        return tuple(_cluster_summary(name, self.releases) for name in clusters)
+        clusters: dict[str, list[ReleaseDiff]] = {}
+        for release in self.releases:
+            clusters.setdefault(release.id.cluster, []).append(release)
+        return tuple(_cluster_summary(name, clusters[name]) for name in sorted(clusters))
 
     def routine_counts(self) -> dict[str, int]:
         """How many routine changes each rule covered, over all releases (moves once)."""
@@ -264,8 +266,8 @@ class DeploymentFailure:
     clusters: tuple[str, ...]
 
 
-def _cluster_summary(cluster: str, releases: Iterable[ReleaseDiff]) -> ClusterSummary:
-    ours = [release for release in releases if release.id.cluster == cluster]
+def _cluster_summary(cluster: str, ours: list[ReleaseDiff]) -> ClusterSummary:
+    """The counts of one cluster's releases (`ours`)."""
     # A whole-deployment failure is a deployment, not a release: counted apart.
     mine = [release for release in ours if release.id.release != WHOLE_DEPLOYMENT]
     counts = Counter(release.status for release in mine)
