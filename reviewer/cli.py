@@ -22,7 +22,6 @@ import click
 
 from reviewer import __version__
 from reviewer.charts import Credentials, default_cache_dir
-from reviewer.commands import ci as ci_cmd
 from reviewer.commands import diff as diff_cmd
 from reviewer.commands import explain as explain_cmd
 from reviewer.commands import merge as merge_cmd
@@ -862,6 +861,9 @@ def ci(
     pull: PullFlags,
 ) -> None:
     """Review a pull request in CI: render target and merge result, comment, set the status."""
+    # Imported here: the GitHub client and the comment machinery cost local commands time.
+    from reviewer.commands import ci as ci_cmd
+
     args = ci_cmd.CiArgs(
         repo=Path(pull.repo),
         head=pull.head,

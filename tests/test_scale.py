@@ -223,3 +223,13 @@ def _in_session(session: int) -> list[tuple[int, str]]:
         if int(fields[3]) == session:
             found.append((int(entry.name), fields[0]))
     return found
+
+
+def test_local_commands_do_not_load_the_github_client() -> None:
+    """`reviewer diff` on a laptop starts without the GitHub client and the CI command."""
+    probe = (
+        "import sys, reviewer.cli; "
+        "print(sorted(m for m in ('github', 'reviewer.commands.ci') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
