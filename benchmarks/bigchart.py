@@ -278,7 +278,7 @@ def measure_stages(repo: Path, *, repeat: int) -> dict[str, float]:
     from reviewer.engine import RenderRequest, make_engine
     from reviewer.model import ReleaseId, RenderedRelease, Snapshot
     from reviewer.redact import Redactor
-    from reviewer.side import redact_snapshot
+    from reviewer.side_redact import redact_snapshot
     from reviewer.workers import manifests
 
     engine = make_engine("embedded")

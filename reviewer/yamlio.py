@@ -28,10 +28,13 @@ _LEADING_KEYS = ("apiVersion", "kind", "metadata", "spec", "data", "stringData")
 
 _DOCUMENT_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$", re.MULTILINE)
 _TOO_DEEP = f"nested deeper than the depth limit of {MAX_DEPTH} levels"
-# Helm's manifest splitter (releaseutil.SplitManifests): `---` at the start of the
-# text or of a line ends a document, whatever follows it on that line, and the
-# whitespace around it (newlines included) goes. Go's `\s` is ASCII whitespace.
-_MANIFEST_SEPARATOR = re.compile(r"(?:\A|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")
+# Helm's manifest splitter (releaseutil.SplitManifests) is the Go expression
+# `(?:^|\s*\n)---\s*`: `---` at the start of the text or of a line ends a document,
+# whatever follows it on that line, and the whitespace around it (newlines included)
+# goes. Go's `\s` is ASCII whitespace. A backtracking regex takes quadratic time in
+# long runs of indentation (JSON dashboards), so `_manifest_separators` finds the same
+# spans by searching for `\n---` and widening over the whitespace around it.
+_GO_SPACE = frozenset("\t\n\f\r ")
 _LINE = re.compile(r"line (\d+): (.*)")
 # Strings a YAML 1.1 reader (kubectl, Helm) would take for booleans: quote them.
 _YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
@@ -113,8 +116,8 @@ def split_manifests(text: str) -> list[tuple[int, str]]:
     # Lines are counted from where the last count stopped: counting from the start of
     # the text for every document is quadratic in a template that renders many objects.
     counted, lines = 0, lines_before
-    for separator in [*_MANIFEST_SEPARATOR.finditer(body), None]:
-        end = len(body) if separator is None else separator.start()
+    for separator in [*_manifest_separators(body), None]:
+        end = len(body) if separator is None else separator[0]
         chunk = body[start:end]
         if chunk.strip():
             offset = start + len(chunk) - len(chunk.lstrip())
@@ -122,8 +125,30 @@ def split_manifests(text: str) -> list[tuple[int, str]]:
             counted = offset
             documents.append((lines + 1, chunk.strip()))
         if separator is not None:
-            start = separator.end()
+            start = separator[1]
     return documents
+
+
+def _manifest_separators(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every match of Helm's separator expression, leftmost first."""
+    found: list[tuple[int, int]] = []
+    position = 0
+    if text.startswith("---"):
+        position = _skip_space(text, 3)
+        found.append((0, position))
+    while (newline := text.find("\n---", position)) >= 0:
+        start = newline
+        while start > position and text[start - 1] in _GO_SPACE:
+            start -= 1
+        position = _skip_space(text, newline + 4)
+        found.append((start, position))
+    return found
+
+
+def _skip_space(text: str, index: int) -> int:
+    while index < len(text) and text[index] in _GO_SPACE:
+        index += 1
+    return index
 
 
 def load_manifests(text: str, *, source: str) -> list[dict[str, Any]]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from chartrepo import write_chart
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reviewer import yamlio
 from reviewer.engine import EmbeddedEngine, RenderRequest
@@ -103,3 +106,26 @@ def test_parse_errors_name_the_template_and_the_line_of_the_stream() -> None:
 def test_a_document_that_is_not_a_mapping_fails_as_in_helm() -> None:
     with pytest.raises(ConfigError, match="expected a mapping"):
         yamlio.load_manifests("---\njust text\n", source="templates/x.yaml")
+
+
+# Helm's expression itself, for comparison: Python's backtracking takes quadratic time
+# on long whitespace runs, which is why the splitter does not use it.
+_HELM_SEPARATOR = re.compile(r"(?:\A|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")
+
+
+def _split_with_the_expression(text: str) -> list[str]:
+    body = text.lstrip()
+    chunks, start = [], 0
+    for separator in [*_HELM_SEPARATOR.finditer(body), None]:
+        chunk = body[start : len(body) if separator is None else separator.start()]
+        if chunk.strip():
+            chunks.append(chunk.strip())
+        if separator is not None:
+            start = separator.end()
+    return chunks
+
+
+@given(st.text(alphabet=["-", "\n", " ", "\t", "\r", "a", ":", "#"], max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_split_finds_exactly_what_helms_expression_finds(text: str) -> None:
+    assert [chunk for _, chunk in yamlio.split_manifests(text)] == _split_with_the_expression(text)
