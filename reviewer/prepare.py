@@ -225,16 +225,19 @@ class _Rendering:
         the change leaves alone (reviewer/unrendered.py): neither side renders those."""
         base = self._plan(roots[0], stored=self._stored(0))
         head = self._plan(roots[1], Reuse(basis_of(base), changes, roots[1]), self._stored(1))
+        identical = head.reused - unrendered.compared(base.plan, head.plan)
         rendered = []
         for index, (root, planned) in enumerate(zip(roots, (base, head), strict=True)):
             with watch(index, self.tools.cache) as bar:
+                # The head renders what it took from the base's plan but must show: the
+                # shared in-memory cache makes that the base side's render, not a new one.
                 side = render_planned(
                     root,
                     planned,
                     options=self.options,
                     tools=self.tools,
                     bar=bar,
-                    identical=head.reused,
+                    identical=identical,
                 )
             rendered.append(side)
         return rendered

@@ -372,9 +372,10 @@ def render_planned(
     identical: frozenset[DeploymentKey] = frozenset(),
 ) -> SideRender:
     """Render a planned side; the deployments `identical` are left unrendered on both
-    sides (reviewer/unrendered.py), those `reuse` took are the base side's renders."""
+    sides (reviewer/unrendered.py), those `reuse` took are the base side's renders (without
+    `reuse`, those are rendered here)."""
     plan = refuse_secret_charts(planned.plan, planned.twin)
-    apart = planned.reused | identical
+    apart = identical | (planned.reused if reuse is not None else frozenset())
     fresh = _without(plan, apart)
     with bar(len(fresh.releases)) as advance:
         snapshot = render_plan(

@@ -19,7 +19,7 @@ from reviewer import jail
 from reviewer.charts.archive import chart_yaml
 from reviewer.errors import ReviewerError
 from reviewer.model import RenderedRelease
-from reviewer.plan import ReleasePlan
+from reviewer.plan import Plan, ReleasePlan
 from reviewer.reuse import Changes, DeploymentKey, key_of
 
 _FLUX_SOURCES = b"source.toolkit.fluxcd.io"
@@ -59,6 +59,20 @@ def _defines_source(roots: Sequence[Path], name: str) -> bool:
         except (ReviewerError, OSError):
             return True
     return False
+
+
+def compared(base: Plan, head: Plan) -> set[DeploymentKey]:
+    """Deployments holding a sibling of a release the change adds (the same deployment and
+    release name on another cluster, on both sides): the report compares the added
+    release with its siblings' objects, so they are rendered."""
+    old = {release.id for release in base.releases}
+    both = {release.id for release in head.releases} & old
+    added = {
+        (release.id.deployment, release.id.release)
+        for release in head.releases
+        if release.id not in old
+    }
+    return {key_of(rid) for rid in both if (rid.deployment, rid.release) in added}
 
 
 def stand_ins(
