@@ -1,0 +1,191 @@
+"""File digests of a git work tree read from its index instead of hashing every file.
+
+A file git vouches for (tracked, unmodified since checkout by git's own check, a regular
+file, no attribute that converts it on checkout) is named by its blob id, which is the
+hash of its exact bytes. Everything else under the root (modified, untracked, ignored,
+links, files with conversion attributes) is hashed the same way git names blobs. So the
+digests name the same files, equal where their bytes are equal, as
+`filedigests.file_digests` (links to files inside followed, links out known by their
+text, symlinked directories not entered, `.git` skipped) at a fraction of the reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer import proc
+from reviewer.checkout import git
+from reviewer.filedigests import ContentId, digest_of
+
+_ISOLATED = proc.Programs().git()
+_ATTRIBUTES = ".gitattributes"
+# Attributes that make a checked-out file's bytes differ from its blob (or may).
+_CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
+_WITH_ANY_CONVERSION = ":(exclude,attr:" + " ".join(f"!{name}" for name in _CONVERTING) + ")"
+_ANY_ATTRIBUTES_FILE = f":(top,glob)**/{_ATTRIBUTES}"
+_REGULAR = ("100644", "100755")
+_GITLINK = "160000"
+_FALSE = ("false", "no", "off", "0", "")
+
+
+@dataclass(frozen=True)
+class TreeDigests:
+    """{root-relative file: id} of a work tree, ids comparable within one object format."""
+
+    object_format: str
+    digests: dict[str, str]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    path: str
+    blob: str
+    vouched: bool
+
+
+def tree_digests(root: Path, *, env: Mapping[str, str] = _ISOLATED) -> TreeDigests | None:
+    """The root's file digests from git; None where git cannot vouch for them (not a work
+    tree, submodules or nested repositories, line endings converted by configuration)."""
+    where = _location(root, env)
+    if where is None or _converts_line_endings(root, env):
+        return None
+    prefix, object_format = where
+    index = _index(root, prefix, env)
+    untracked = _listed(root, prefix, env, "ls-files", "--others")
+    if index is None or any(name.endswith("/") for name in untracked):
+        return None  # a nested repository: its files are walked by hashing, unknown to git
+    modified = _listed(root, prefix, env, "diff-files", "--name-only")
+    converted = _listed(root, prefix, env, "ls-files", "--", ".", _WITH_ANY_CONVERSION)
+    doubtful = _edited_attributes(modified | untracked, index)
+    hashed = untracked | modified | converted | doubtful
+    content_id = _blob_id(object_format)
+    hashed |= {entry.path for entry in index if not entry.vouched}
+    digests = {entry.path: entry.blob for entry in index if entry.path not in hashed}
+    digests.update(_hash(root, hashed, content_id))
+    return TreeDigests(object_format, digests)
+
+
+def _location(root: Path, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(root's path in the work tree with a trailing `/` or "", object format)."""
+    found = git(
+        root,
+        "rev-parse",
+        "--show-toplevel",
+        "--show-prefix",
+        "--show-object-format",
+        ok_codes=(0, 128),
+        env=env,
+    )
+    lines = os.fsdecode(found.stdout).split("\n")
+    if found.returncode or len(lines) < 3:
+        return None
+    return lines[1], lines[2]
+
+
+def _converts_line_endings(root: Path, env: Mapping[str, str]) -> bool:
+    """`core.autocrlf` converts files no attribute names (an unset value is false)."""
+    found = git(root, "config", "--get", "core.autocrlf", ok_codes=(0, 1), env=env)
+    return os.fsdecode(found.stdout).strip().lower() not in _FALSE
+
+
+def _index(root: Path, prefix: str, env: Mapping[str, str]) -> list[_Entry] | None:
+    """Index entries under the root; None when one is a submodule."""
+    listed = git(root, "ls-files", "-z", "-s", "-v", "--full-name", "--", ".", env=env)
+    entries: list[_Entry] = []
+    for record in _records(listed.stdout):
+        fields, _, name = record.partition("\t")
+        tag, mode, blob, stage = fields.split(" ")
+        if mode == _GITLINK:
+            return None
+        # "H": tracked and checked by git (not assume-unchanged, skip-worktree or unmerged).
+        vouched = tag == "H" and mode in _REGULAR and stage == "0"
+        entries.append(_Entry(name.removeprefix(prefix), blob, vouched))
+    return entries
+
+
+def _listed(root: Path, prefix: str, env: Mapping[str, str], *command: str) -> set[str]:
+    """Paths a listing command names under the root, and every `.gitattributes` it names
+    anywhere in the work tree (its own root-relative name, or `../` for one above)."""
+    spec = () if "--" in command else ("--", ".", _ANY_ATTRIBUTES_FILE)
+    full = ("--full-name",) if command[0] == "ls-files" else ()
+    listed = git(root, *command[:1], "-z", *full, *command[1:], *spec, env=env)
+    return {_relative(name, prefix) for name in _records(listed.stdout)}
+
+
+def _relative(name: str, prefix: str) -> str:
+    return name.removeprefix(prefix) if name.startswith(prefix) else "../" + name
+
+
+def _records(output: bytes) -> list[str]:
+    return [os.fsdecode(record) for record in output.split(b"\0") if record]
+
+
+def _edited_attributes(changed: set[str], index: Iterable[_Entry]) -> set[str]:
+    """Tracked files a modified, added or removed `.gitattributes` governs: checked out
+    under other attributes than git now reads, so their bytes are hashed."""
+    governing = [
+        name.rsplit("/", 1)[0] + "/" if "/" in name else ""
+        for name in changed
+        if name.rsplit("/", 1)[-1] == _ATTRIBUTES
+    ]
+    if any(directory == "" or directory.startswith("../") for directory in governing):
+        return {entry.path for entry in index}
+    return {entry.path for entry in index if entry.path.startswith(tuple(governing))}
+
+
+def _blob_id(object_format: str) -> ContentId:
+    def blob_id(content: bytes) -> str:
+        digest = hashlib.new(object_format, b"blob %d\0" % len(content))
+        digest.update(content)
+        return digest.hexdigest()
+
+    return blob_id
+
+
+def _hash(root: Path, names: Iterable[str], content_id: ContentId) -> dict[str, str]:
+    """Each file a walk of the root reaches, hashed as `filedigests` does."""
+    real_root = os.path.realpath(root)
+    walked: dict[str, bool] = {"": True}
+    digests: dict[str, str] = {}
+    for name in names:
+        if name.startswith("../") or not _reached(root, name, walked):
+            continue
+        path = root / name
+        if os.path.isdir(path):
+            continue  # a directory's link is a directory to a walk, which does not enter it
+        digest = digest_of(path, real_root, content_id)
+        if digest is not None:
+            digests[name] = digest
+    return digests
+
+
+def _reached(root: Path, name: str, walked: dict[str, bool]) -> bool:
+    """Whether a walk that enters no symlinked directory and no `.git` lists `name`."""
+    if not os.path.lexists(root / name) or name.rsplit("/", 1)[-1] == ".git":
+        return False
+    directory = name.rsplit("/", 1)[0] if "/" in name else ""
+    return _entered(root, directory, walked)
+
+
+def _entered(root: Path, directory: str, walked: dict[str, bool]) -> bool:
+    known = walked.get(directory)
+    if known is not None:
+        return known
+    parent, _, base = directory.rpartition("/")
+    entered = (
+        base != ".git" and _entered(root, parent, walked) and _real_directory(root / directory)
+    )
+    walked[directory] = entered
+    return entered
+
+
+def _real_directory(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
