@@ -20,13 +20,16 @@ from pathlib import Path
 
 from reviewer import proc
 from reviewer.checkout import git
+from reviewer.errors import CommandError
 from reviewer.filedigests import ContentId, digest_of
 
 _ISOLATED = proc.Programs().git()
 _ATTRIBUTES = ".gitattributes"
 # Attributes that make a checked-out file's bytes differ from its blob (or may).
 _CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
-_WITH_ANY_CONVERSION = ":(exclude,attr:" + " ".join(f"!{name}" for name in _CONVERTING) + ")"
+_NO_CONVERSION = "attr:" + " ".join(f"!{name}" for name in _CONVERTING)
+_UNCONVERTED = f":({_NO_CONVERSION})"
+_WITH_ANY_CONVERSION = f":(exclude,{_NO_CONVERSION})"
 _ANY_ATTRIBUTES_FILE = f":(top,glob)**/{_ATTRIBUTES}"
 _REGULAR = ("100644", "100755")
 _GITLINK = "160000"
@@ -50,71 +53,91 @@ class _Entry:
 
 def tree_digests(root: Path, *, env: Mapping[str, str] = _ISOLATED) -> TreeDigests | None:
     """The root's file digests from git; None where git cannot vouch for them (not a work
-    tree, submodules or nested repositories, line endings converted by configuration)."""
-    where = _location(root, env)
-    if where is None or _converts_line_endings(root, env):
+    tree, submodules or nested repositories, line endings converted by configuration, a
+    path git could not check)."""
+    try:
+        return _read(root, env)
+    except (_Unsure, CommandError):
         return None
-    prefix, object_format = where
+
+
+class _Unsure(Exception):
+    """git cannot vouch for the work tree: hash every file instead."""
+
+
+def _read(root: Path, env: Mapping[str, str]) -> TreeDigests:
+    prefix, object_format = _location(root, env)
     index = _index(root, prefix, env)
-    untracked = _listed(root, prefix, env, "ls-files", "--others")
-    if index is None or any(name.endswith("/") for name in untracked):
-        return None  # a nested repository: its files are walked by hashing, unknown to git
-    modified = _listed(root, prefix, env, "diff-files", "--name-only")
-    converted = _listed(root, prefix, env, "ls-files", "--", ".", _WITH_ANY_CONVERSION)
-    doubtful = _edited_attributes(modified | untracked, index)
-    hashed = untracked | modified | converted | doubtful
-    content_id = _blob_id(object_format)
+    untracked = _listed(root, prefix, env, ("ls-files", "--others"), ".")
+    if any(name.endswith("/") for name in untracked):
+        raise _Unsure  # a nested repository: its files are walked by hashing, unknown to git
+    if prefix:
+        above = _attributes_above(prefix)
+        untracked |= _listed(root, prefix, env, ("ls-files", "--others"), *above)
+    # Files with conversion attributes are hashed: git is not asked (it would run filters).
+    modified = _listed(
+        root, prefix, env, ("diff-files", "--name-only"), _UNCONVERTED, _ANY_ATTRIBUTES_FILE
+    )
+    converted = _listed(root, prefix, env, ("ls-files",), ".", _WITH_ANY_CONVERSION)
+    hashed = untracked | modified | converted | _edited_attributes(modified | untracked, index)
     hashed |= {entry.path for entry in index if not entry.vouched}
     digests = {entry.path: entry.blob for entry in index if entry.path not in hashed}
-    digests.update(_hash(root, hashed, content_id))
+    digests.update(_hash(root, hashed, _blob_id(object_format)))
     return TreeDigests(object_format, digests)
 
 
-def _location(root: Path, env: Mapping[str, str]) -> tuple[str, str] | None:
+def _output(root: Path, env: Mapping[str, str], *args: str) -> bytes:
+    """What git prints; unsure when it warns (a path it could not check is not reported)."""
+    done = git(root, *args, env=env)
+    if done.stderr.strip():
+        raise _Unsure
+    return done.stdout
+
+
+def _location(root: Path, env: Mapping[str, str]) -> tuple[str, str]:
     """(root's path in the work tree with a trailing `/` or "", object format)."""
-    found = git(
-        root,
-        "rev-parse",
-        "--show-toplevel",
-        "--show-prefix",
-        "--show-object-format",
-        ok_codes=(0, 128),
-        env=env,
+    found = git(root, "config", "--get", "core.autocrlf", ok_codes=(0, 1, 128), env=env)
+    if os.fsdecode(found.stdout).strip().lower() not in _FALSE:
+        raise _Unsure  # files no attribute names are converted
+    where = _output(
+        root, env, "rev-parse", "--show-toplevel", "--show-prefix", "--show-object-format"
     )
-    lines = os.fsdecode(found.stdout).split("\n")
-    if found.returncode or len(lines) < 3:
-        return None
+    lines = os.fsdecode(where).split("\n")
+    if len(lines) < 3:
+        raise _Unsure
     return lines[1], lines[2]
 
 
-def _converts_line_endings(root: Path, env: Mapping[str, str]) -> bool:
-    """`core.autocrlf` converts files no attribute names (an unset value is false)."""
-    found = git(root, "config", "--get", "core.autocrlf", ok_codes=(0, 1), env=env)
-    return os.fsdecode(found.stdout).strip().lower() not in _FALSE
-
-
-def _index(root: Path, prefix: str, env: Mapping[str, str]) -> list[_Entry] | None:
-    """Index entries under the root; None when one is a submodule."""
-    listed = git(root, "ls-files", "-z", "-s", "-v", "--full-name", "--", ".", env=env)
+def _index(root: Path, prefix: str, env: Mapping[str, str]) -> list[_Entry]:
+    """Index entries under the root; unsure when one is a submodule."""
+    listed = _output(root, env, "ls-files", "-z", "-s", "-v", "--full-name", "--", ".")
     entries: list[_Entry] = []
-    for record in _records(listed.stdout):
+    for record in _records(listed):
         fields, _, name = record.partition("\t")
         tag, mode, blob, stage = fields.split(" ")
         if mode == _GITLINK:
-            return None
+            raise _Unsure
         # "H": tracked and checked by git (not assume-unchanged, skip-worktree or unmerged).
         vouched = tag == "H" and mode in _REGULAR and stage == "0"
         entries.append(_Entry(name.removeprefix(prefix), blob, vouched))
     return entries
 
 
-def _listed(root: Path, prefix: str, env: Mapping[str, str], *command: str) -> set[str]:
-    """Paths a listing command names under the root, and every `.gitattributes` it names
-    anywhere in the work tree (its own root-relative name, or `../` for one above)."""
-    spec = () if "--" in command else ("--", ".", _ANY_ATTRIBUTES_FILE)
+def _listed(
+    root: Path, prefix: str, env: Mapping[str, str], command: tuple[str, ...], *pathspecs: str
+) -> set[str]:
+    """Paths a listing command names: root-relative, or `../` and the full name outside it."""
     full = ("--full-name",) if command[0] == "ls-files" else ()
-    listed = git(root, *command[:1], "-z", *full, *command[1:], *spec, env=env)
-    return {_relative(name, prefix) for name in _records(listed.stdout)}
+    listed = _output(root, env, command[0], "-z", *full, *command[1:], "--", *pathspecs)
+    return {_relative(name, prefix) for name in _records(listed)}
+
+
+def _attributes_above(prefix: str) -> list[str]:
+    """The `.gitattributes` of every directory above the root (a separate listing: with
+    other pathspecs, `ls-files --others` stops naming nested repositories)."""
+    parts = prefix.split("/")[:-1]
+    above = ["", *("/".join(parts[:depth]) + "/" for depth in range(1, len(parts)))]
+    return [f":(top,literal){directory}{_ATTRIBUTES}" for directory in above]
 
 
 def _relative(name: str, prefix: str) -> str:
