@@ -51,7 +51,7 @@ FLEET = {
     "deployments/c1/apps/web/deployment.yaml": "apps: [{template: app}]\n",
     "deployments/c1/apps/web/values.yaml": "replicas: 1\n",
     "deployments/c2/cluster.values.yaml": "where: c2\n",
-    "shared/common.yaml": "common: 1\n",
+    "library/common.yaml": "common: 1\n",
     "README.md": "fleet\n",
 }
 
@@ -65,7 +65,7 @@ def test_edits_additions_removals_and_ignored_files_are_what_hashing_finds(
     repo.write("deployments/c1/secrets.local.yaml", "token: x\n")  # ignored
     repo.write("build/out/all.yaml", "kind: List\n")  # in an ignored directory
     repo.remove("README.md")
-    os.chmod(repo.root / "shared/common.yaml", 0o755)  # the mode alone is no change
+    os.chmod(repo.root / "library/common.yaml", 0o755)  # the mode alone is no change
     with _base(repo) as base:
         assert tree_digests(base) is not None and tree_digests(repo.root) is not None
         found = _same(base, repo.root)
@@ -78,21 +78,21 @@ def test_edits_additions_removals_and_ignored_files_are_what_hashing_finds(
     }
     assert "deployments/c1/secrets.local.yaml" not in found.reported
     assert "build/out/all.yaml" not in found.reported
-    assert "shared" in found.known and not found.touches("shared")
+    assert "library" in found.known and not found.touches("library")
 
 
 def test_staged_and_intent_to_add_files_are_read_as_they_are_in_the_working_tree(
     tmp_path: Path,
 ) -> None:
     repo = _repo(tmp_path, FLEET)
-    repo.write("shared/common.yaml", "common: 2\n")
-    git(repo.root, "add", "shared/common.yaml")
-    repo.write("shared/common.yaml", "common: 1\n")  # staged, then edited back
-    repo.write("shared/new.yaml", "new: 1\n")
-    git(repo.root, "add", "--intent-to-add", "shared/new.yaml")
+    repo.write("library/common.yaml", "common: 2\n")
+    git(repo.root, "add", "library/common.yaml")
+    repo.write("library/common.yaml", "common: 1\n")  # staged, then edited back
+    repo.write("library/new.yaml", "new: 1\n")
+    git(repo.root, "add", "--intent-to-add", "library/new.yaml")
     with _base(repo) as base:
         found = _same(base, repo.root)
-    assert found.files == {"shared/new.yaml"}
+    assert found.files == {"library/new.yaml"}
 
 
 def test_links_are_followed_inside_the_checkout_and_known_by_their_text_outside(
@@ -102,7 +102,7 @@ def test_links_are_followed_inside_the_checkout_and_known_by_their_text_outside(
     outside.write_text("outside: 1\n", encoding="utf-8")
     repo = _repo(tmp_path, FLEET)
     links = {
-        "deployments/c2/values.yaml": "../../shared/common.yaml",
+        "deployments/c2/values.yaml": "../../library/common.yaml",
         "deployments/c2/outside.yaml": str(outside),
         "deployments/c3": "c1",
         "deployments/broken.yaml": "missing.yaml",
@@ -110,11 +110,11 @@ def test_links_are_followed_inside_the_checkout_and_known_by_their_text_outside(
     for name, target in links.items():
         (repo.root / name).symlink_to(target)
     repo.commit("links")
-    repo.write("shared/common.yaml", "common: 2\n")  # the link's target, not the link
+    repo.write("library/common.yaml", "common: 2\n")  # the link's target, not the link
     outside.write_text("outside: 2\n", encoding="utf-8")  # never read
     with _base(repo) as base:
         found = _same(base, repo.root)
-    assert found.files == {"shared/common.yaml", "deployments/c2/values.yaml"}
+    assert found.files == {"library/common.yaml", "deployments/c2/values.yaml"}
     assert "deployments/c2/outside.yaml" in found.known
     assert "deployments/c3/cluster.values.yaml" not in found.known  # a linked directory
 
@@ -123,13 +123,13 @@ def test_a_directory_replaced_by_a_link_hides_the_files_under_it(tmp_path: Path)
     repo = _repo(tmp_path, FLEET)
     shutil.rmtree(repo.root / "deployments/c1")
     (repo.root / "deployments/c1").symlink_to("c2")
-    (repo.root / "shared/common.yaml").unlink()
-    (repo.root / "shared/common.yaml").symlink_to("../README.md")
+    (repo.root / "library/common.yaml").unlink()
+    (repo.root / "library/common.yaml").symlink_to("../README.md")
     with _base(repo) as base:
         found = _same(base, repo.root)
         assert "deployments/c1/cluster.values.yaml" in found.files
         assert "deployments/c1/cluster.values.yaml" not in _known_on(repo.root)
-        assert "shared/common.yaml" in found.files
+        assert "library/common.yaml" in found.files
         shutil.rmtree(repo.root / "deployments/c2")
         (repo.root / "deployments/c2").symlink_to("c2")  # a loop git cannot look through
         assert "deployments/c2/cluster.values.yaml" in _same(base, repo.root).files
@@ -226,8 +226,10 @@ def test_plain_directories_and_two_repositories_are_compared_by_content(tmp_path
         assert _same(base, other.root).files == {"README.md"}
 
 
-_NAMES = st.sampled_from(["a.yaml", "b/c.yaml", "b/d/e.yaml", "f/g.yaml", ".gitignore"])
-_TEXTS = st.sampled_from(["x: 1\n", "x: 2\n", "y: 1\n", "*.yaml\n", "f/\n"])
+_NAMES = st.sampled_from(
+    ["a.yaml", "b/c.yaml", "b/d/e.yaml", "f/g.yaml", ".gitignore", "b/.gitattributes"]
+)
+_TEXTS = st.sampled_from(["x: 1\n", "x: 2\n", "y: 1\n", "*.yaml\n", "f/\n", "* eol=crlf\n"])
 _EDITS = st.lists(
     st.tuples(
         st.sampled_from(["write", "remove", "link", "dirlink", "stage", "chmod"]),
