@@ -7,7 +7,9 @@ hashing every file of both. Both ways name the same files, equal where their byt
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +48,8 @@ def changes_between(
 ) -> Changes:
     """What differs between the checkouts, from git where it can tell (git sees `env`, the
     one that checked them out), else by hashing every file."""
-    old, new = tree_digests(base, env=env), tree_digests(head, env=env)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # mostly waiting for git
+        old, new = pool.map(functools.partial(tree_digests, env=env), (base, head))
     if old is None or new is None or old.object_format != new.object_format:
         return hashed_changes(base, head, ignored=ignored)
     return _changes(old.digests, new.digests, ignored)

@@ -45,10 +45,15 @@ class TreeDigests:
 
 
 @dataclass(frozen=True)
-class _Entry:
-    path: str
-    blob: str
-    vouched: bool
+class _Index:
+    """The index under the root: blob ids of the files git checks, and the other paths."""
+
+    checked: dict[str, str]
+    unchecked: set[str]
+
+    def paths(self) -> set[str]:
+        """Every path the index holds under the root."""
+        return self.checked.keys() | self.unchecked
 
 
 def tree_digests(root: Path, *, env: Mapping[str, str] = _ISOLATED) -> TreeDigests | None:
@@ -79,9 +84,9 @@ def _read(root: Path, env: Mapping[str, str]) -> TreeDigests:
         root, prefix, env, ("diff-files", "--name-only"), _UNCONVERTED, _ANY_ATTRIBUTES_FILE
     )
     converted = _listed(root, prefix, env, ("ls-files",), ".", _WITH_ANY_CONVERSION)
-    hashed = untracked | modified | converted | _edited_attributes(modified | untracked, index)
-    hashed |= {entry.path for entry in index if not entry.vouched}
-    digests = {entry.path: entry.blob for entry in index if entry.path not in hashed}
+    hashed = untracked | modified | converted | index.unchecked
+    hashed |= _edited_attributes(modified | untracked, index.paths())
+    digests = {name: blob for name, blob in index.checked.items() if name not in hashed}
     digests.update(_hash(root, hashed, _blob_id(object_format)))
     return TreeDigests(object_format, digests)
 
@@ -108,19 +113,22 @@ def _location(root: Path, env: Mapping[str, str]) -> tuple[str, str]:
     return lines[1], lines[2]
 
 
-def _index(root: Path, prefix: str, env: Mapping[str, str]) -> list[_Entry]:
+def _index(root: Path, prefix: str, env: Mapping[str, str]) -> _Index:
     """Index entries under the root; unsure when one is a submodule."""
     listed = _output(root, env, "ls-files", "-z", "-s", "-v", "--full-name", "--", ".")
-    entries: list[_Entry] = []
+    index = _Index({}, set())
     for record in _records(listed):
         fields, _, name = record.partition("\t")
         tag, mode, blob, stage = fields.split(" ")
-        if mode == _GITLINK:
-            raise _Unsure
+        name = name.removeprefix(prefix)
         # "H": tracked and checked by git (not assume-unchanged, skip-worktree or unmerged).
-        vouched = tag == "H" and mode in _REGULAR and stage == "0"
-        entries.append(_Entry(name.removeprefix(prefix), blob, vouched))
-    return entries
+        if tag == "H" and mode in _REGULAR and stage == "0":
+            index.checked[name] = blob
+        elif mode == _GITLINK:
+            raise _Unsure
+        else:
+            index.unchecked.add(name)
+    return index
 
 
 def _listed(
@@ -145,10 +153,10 @@ def _relative(name: str, prefix: str) -> str:
 
 
 def _records(output: bytes) -> list[str]:
-    return [os.fsdecode(record) for record in output.split(b"\0") if record]
+    return [record for record in os.fsdecode(output).split("\0") if record]
 
 
-def _edited_attributes(changed: set[str], index: Iterable[_Entry]) -> set[str]:
+def _edited_attributes(changed: set[str], index: set[str]) -> set[str]:
     """Tracked files a modified, added or removed `.gitattributes` governs: checked out
     under other attributes than git now reads, so their bytes are hashed."""
     governing = [
@@ -157,8 +165,8 @@ def _edited_attributes(changed: set[str], index: Iterable[_Entry]) -> set[str]:
         if name.rsplit("/", 1)[-1] == _ATTRIBUTES
     ]
     if any(directory == "" or directory.startswith("../") for directory in governing):
-        return {entry.path for entry in index}
-    return {entry.path for entry in index if entry.path.startswith(tuple(governing))}
+        return index
+    return {name for name in index if name.startswith(tuple(governing))}
 
 
 def _blob_id(object_format: str) -> ContentId:
