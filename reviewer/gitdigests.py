@@ -34,6 +34,7 @@ _ANY_ATTRIBUTES_FILE = f":(top,glob)**/{_ATTRIBUTES}"
 _REGULAR = ("100644", "100755")
 _GITLINK = "160000"
 _FALSE = ("false", "no", "off", "0", "")
+_NO_HOOKS = ("-c", "core.fsmonitor=false")  # the listings run nothing but git
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def _read(root: Path, env: Mapping[str, str]) -> TreeDigests:
 
 def _output(root: Path, env: Mapping[str, str], *args: str) -> bytes:
     """What git prints; unsure when it warns (a path it could not check is not reported)."""
-    done = git(root, *args, env=env)
+    done = git(root, *_NO_HOOKS, *args, env=env)
     if done.stderr.strip():
         raise _Unsure
     return done.stdout

@@ -212,6 +212,23 @@ def test_submodules_and_nested_repositories_fall_back_to_hashing(tmp_path: Path)
     assert found.files == {"vendor/lib/chart.yaml"}
 
 
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_file_hashed_on_one_side_equals_its_blob_on_the_other(
+    tmp_path: Path, object_format: str
+) -> None:
+    (tmp_path / "repo").mkdir()
+    git(tmp_path / "repo", "init", "--quiet", f"--object-format={object_format}")
+    repo = GitRepo(tmp_path / "repo")  # initialised again: the format stays
+    repo.write_all(FLEET)
+    repo.commit("base")
+    git(repo.root, "rm", "--cached", "--quiet", "library/common.yaml")  # untracked, same bytes
+    repo.write("README.md", "fleet\n")  # rewritten, same bytes
+    with _base(repo) as base:
+        digests = tree_digests(base)
+        assert digests is not None and digests.object_format == object_format
+        assert _same(base, repo.root).files == set()
+
+
 def test_plain_directories_and_two_repositories_are_compared_by_content(tmp_path: Path) -> None:
     repo = _repo(tmp_path, FLEET)
     plain = tmp_path / "plain"
