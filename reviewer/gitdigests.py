@@ -109,9 +109,13 @@ def _location(root: Path, env: Mapping[str, str]) -> tuple[str, str]:
         root, env, "rev-parse", "--show-toplevel", "--show-prefix", "--show-object-format"
     )
     lines = os.fsdecode(where).split("\n")
-    if len(lines) < 3:
-        raise _Unsure
+    if len(lines) != 4 or not _same_directory(lines[0] + "/" + lines[1], root):
+        raise _Unsure  # a line break in a directory's name
     return lines[1], lines[2]
+
+
+def _same_directory(listed: str, root: Path) -> bool:
+    return os.path.realpath(listed) == os.path.realpath(root)
 
 
 def _index(root: Path, prefix: str, env: Mapping[str, str]) -> _Index:

@@ -243,6 +243,14 @@ def test_plain_directories_and_two_repositories_are_compared_by_content(tmp_path
         assert _same(base, other.root).files == {"README.md"}
 
 
+def test_a_side_whose_directory_name_breaks_the_line_is_compared_too(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "odd\nname", FLEET)
+    repo.write("README.md", "edited\n")
+    assert tree_digests(repo.root) is None  # git's answer cannot be read back: hashed
+    with _base(repo) as base:
+        assert _same(base, repo.root).files == {"README.md"}
+
+
 _NAMES = st.sampled_from(
     ["a.yaml", "b/c.yaml", "b/d/e.yaml", "f/g.yaml", ".gitignore", "b/.gitattributes"]
 )
