@@ -121,19 +121,20 @@ def _same_directory(listed: str, root: Path) -> bool:
 def _index(root: Path, prefix: str, env: Mapping[str, str]) -> _Index:
     """Index entries under the root; unsure when one is a submodule."""
     listed = _output(root, env, "ls-files", "-z", "-s", "-v", "--full-name", "--", ".")
-    index = _Index({}, set())
+    checked: dict[str, str] = {}
+    unchecked: set[str] = set()
     for record in _records(listed):
         fields, _, name = record.partition("\t")
         tag, mode, blob, stage = fields.split(" ")
         name = name.removeprefix(prefix)
         # "H": tracked and checked by git (not assume-unchanged, skip-worktree or unmerged).
         if tag == "H" and mode in _REGULAR and stage == "0":
-            index.checked[name] = blob
+            checked[name] = blob
         elif mode == _GITLINK:
             raise _Unsure
         else:
-            index.unchecked.add(name)
-    return index
+            unchecked.add(name)
+    return _Index(checked, unchecked)
 
 
 def _listed(

@@ -81,7 +81,7 @@ def test_edits_additions_removals_and_ignored_files_are_what_hashing_finds(
     assert "library" in found.known and not found.touches("library")
 
 
-def test_staged_and_intent_to_add_files_are_read_as_they_are_in_the_working_tree(
+def test_staged_intent_to_add_and_flagged_files_are_read_as_in_the_working_tree(
     tmp_path: Path,
 ) -> None:
     repo = _repo(tmp_path, FLEET)
@@ -90,9 +90,19 @@ def test_staged_and_intent_to_add_files_are_read_as_they_are_in_the_working_tree
     repo.write("library/common.yaml", "common: 1\n")  # staged, then edited back
     repo.write("library/new.yaml", "new: 1\n")
     git(repo.root, "add", "--intent-to-add", "library/new.yaml")
+    git(repo.root, "rm", "--cached", "--quiet", "README.md")
+    git(repo.root, "add", "--intent-to-add", "README.md")  # the index holds no content
+    git(repo.root, "update-index", "--assume-unchanged", "deployments/c2/cluster.values.yaml")
+    repo.write("deployments/c2/cluster.values.yaml", "where: c3\n")
+    git(repo.root, "update-index", "--skip-worktree", "deployments/c1/apps/web/values.yaml")
+    repo.remove("deployments/c1/apps/web/values.yaml")
     with _base(repo) as base:
         found = _same(base, repo.root)
-    assert found.files == {"library/new.yaml"}
+    assert found.files == {
+        "library/new.yaml",
+        "deployments/c2/cluster.values.yaml",
+        "deployments/c1/apps/web/values.yaml",
+    }
 
 
 def test_links_are_followed_inside_the_checkout_and_known_by_their_text_outside(
