@@ -45,8 +45,13 @@ def main() -> None:
         files = sum(1 for path in base.rglob("*") if path.is_file())
         from_git = _median(lambda: changes_between(base, head, ignored=ignored), args.repeat)
         hashed = _median(lambda: hashed_changes(base, head, ignored=ignored), args.repeat)
-        same = changes_between(base, head, ignored=ignored) == hashed_changes(
-            base, head, ignored=ignored
+        found, expected = (
+            way(base, head, ignored=ignored) for way in (changes_between, hashed_changes)
+        )
+        same = (found.files, found.reported, found.known) == (
+            expected.files,
+            expected.reported,
+            expected.known,
         )
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"{files} files per side, load average {load}")
