@@ -87,8 +87,10 @@ def _read(root: Path, env: Mapping[str, str]) -> TreeDigests:
     converted = _listed(root, prefix, env, ("ls-files",), ".", _WITH_ANY_CONVERSION)
     hashed = untracked | modified | converted | index.unchecked
     hashed |= _edited_attributes(modified | untracked, index.paths())
-    digests = {name: blob for name, blob in index.checked.items() if name not in hashed}
-    digests.update(_hash(root, hashed, _blob_id(object_format)))
+    # Named apart from sha256 digests: a file's bytes could be another's blob header + bytes.
+    kind = f"git-{object_format}:"
+    digests = {name: kind + blob for name, blob in index.checked.items() if name not in hashed}
+    digests.update(_hash(root, hashed, _blob_id(object_format, kind)))
     return TreeDigests(object_format, digests)
 
 
@@ -175,11 +177,11 @@ def _edited_attributes(changed: set[str], index: set[str]) -> set[str]:
     return {name for name in index if name.startswith(tuple(governing))}
 
 
-def _blob_id(object_format: str) -> ContentId:
+def _blob_id(object_format: str, kind: str) -> ContentId:
     def blob_id(content: bytes) -> str:
         digest = hashlib.new(object_format, b"blob %d\0" % len(content))
         digest.update(content)
-        return digest.hexdigest()
+        return kind + digest.hexdigest()
 
     return blob_id
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from reviewer.changes import Changes, changes_between, hashed_changes
 from reviewer.checkout import ignored_paths, worktree
+from reviewer.filedigests import file_digests
 from reviewer.gitdigests import tree_digests
 
 
@@ -239,10 +240,13 @@ def test_a_file_hashed_on_one_side_equals_its_blob_on_the_other(
     repo.commit("base")
     git(repo.root, "rm", "--cached", "--quiet", "library/common.yaml")  # untracked, same bytes
     repo.write("README.md", "fleet\n")  # rewritten, same bytes
+    # Its sha256 is the blob id of README.md in a sha256 repository: the ids are named apart.
+    (tmp_path / "forged").write_bytes(b"blob 6\0fleet\n")
     with _base(repo) as base:
         digests = tree_digests(base)
         assert digests is not None and digests.object_format == object_format
         assert _same(base, repo.root).files == set()
+        assert file_digests(tmp_path)["forged"] not in digests.digests.values()
 
 
 def test_plain_directories_and_two_repositories_are_compared_by_content(tmp_path: Path) -> None:
