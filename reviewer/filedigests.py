@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+ContentId = Callable[[bytes], str]
+"""How a file's content is named: sha256 here, git's blob id in `gitdigests`."""
+
+
+def sha256(content: bytes) -> str:
+    """The content's sha256, in hex."""
+    return hashlib.sha256(content).hexdigest()
 
 
 def file_digests(root: Path) -> dict[str, str]:
@@ -22,21 +30,21 @@ def file_digests(root: Path) -> dict[str, str]:
             if name == ".git":  # a worktree's link to its repository
                 continue
             path = Path(directory) / name
-            digest = _digest(path, real_root)
+            digest = digest_of(path, real_root)
             if digest is not None:
                 digests[path.relative_to(root).as_posix()] = digest
     return digests
 
 
-def _digest(path: Path, real_root: str) -> str | None:
-    """The file's sha256; a link leading out of the checkout is known by its target's
-    name only, as nothing outside the checkout is ever read."""
+def digest_of(path: Path, real_root: str, content_id: ContentId = sha256) -> str | None:
+    """The file's content id (None: not a file); a link leading out of the checkout is
+    known by its target's name only, as nothing outside the checkout is ever read."""
     target = os.path.realpath(path)
     if os.path.commonpath([real_root, target]) != real_root:
         return "outside:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
     if not os.path.isfile(target):
         return None
-    return hashlib.sha256(Path(target).read_bytes()).hexdigest()
+    return content_id(Path(target).read_bytes())
 
 
 def differing(old: dict[str, str], new: dict[str, str]) -> frozenset[str]:

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from reviewer import jail
 from reviewer.capabilities import CLUSTER_FILE
+from reviewer.changes import Changes as Changes
+from reviewer.changes import changes_between as changes_between
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir
 from reviewer.errors import ReviewerError
-from reviewer.filedigests import differing, file_digests, reported
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.plan import Plan, PlanError, ReleasePlan
 from reviewer.sources import nested
@@ -35,53 +36,6 @@ _CHART_FILES = ("Chart.yaml", "requirements.yaml")
 def key_of(rid: ReleaseId) -> DeploymentKey:
     """The deployment a release or plan error belongs to."""
     return (rid.cluster, rid.deployment)
-
-
-@dataclass(frozen=True)
-class Changes:
-    """Files that differ between two checkouts, and every file either side holds."""
-
-    files: frozenset[str]
-    """Added, removed or modified files, git-ignored ones included (planning reads them)."""
-    reported: tuple[str, ...]
-    """What the blast radius lists: `files` without the head side's git-ignored paths."""
-    known: frozenset[str]
-    """Every file of both sides and every directory above one."""
-    sides: tuple[Mapping[str, str], ...] = ()
-    """{file: content digest} of each side (base, head), when known (the plan cache's keys)."""
-    dirty: frozenset[str] = field(init=False)
-    """Changed files and every directory above one."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dirty", frozenset(_with_parents(self.files)))
-
-    def touches(self, path: str) -> bool:
-        """Whether the file (or anything under the directory) `path` differs between the sides."""
-        return path in self.dirty
-
-
-def changes_between(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> Changes:
-    """Hash every file of both checkouts (sha256) and list what differs."""
-    old, new = file_digests(base), file_digests(head)
-    files = differing(old, new)
-    return Changes(
-        files,
-        reported(files, ignored),
-        frozenset(_with_parents(old.keys() | new.keys())),
-        (old, new),
-    )
-
-
-def _with_parents(files: Iterable[str]) -> set[str]:
-    found: set[str] = set()
-    for name in files:
-        found.add(name)
-        while "/" in name:
-            name = name.rsplit("/", 1)[0]
-            if name in found:
-                break
-            found.add(name)
-    return found
 
 
 def never(cluster: Cluster, deployment: DeploymentDir) -> bool:

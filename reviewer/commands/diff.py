@@ -190,7 +190,12 @@ def render_pair(
     unknown_filter: Callable[[str], None] | None = None,
 ) -> tuple[RenderedPair, LeakGuard]:
     """Render, redact, diff and explain both sides; returns the pair and its leak guard."""
-    changes = changes_between(sides.base.root, sides.head.root, ignored=sides.head.ignored)
+    changes = changes_between(
+        sides.base.root,
+        sides.head.root,
+        ignored=sides.head.ignored,
+        env=request.options.programs.git(),
+    )
     if report_args.fail_on_preexisting:  # its failures block: render every release
         request = replace(request, render_unchanged=True)
     prepared = prepare_sides(
