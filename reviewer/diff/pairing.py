@@ -64,6 +64,8 @@ def pair_release(base: RenderedRelease | None, head: RenderedRelease | None) -> 
     if is_failed(base) or is_failed(head):
         # A failed side has no objects to compare; nothing of it may count as removed.
         return Pairing()
+    if not (base and base.resources) and not (head and head.resources):
+        return Pairing()  # e.g. unrendered stand-ins: a fleet's worth of them
     old = _by_key(base.resources if base else ())
     new = _by_key(head.resources if head else ())
     return Pairing(
