@@ -19,7 +19,8 @@ import json
 import re
 import tarfile
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import helm_python
@@ -85,6 +86,20 @@ def _archive(text: str) -> bytes:
     return buffer.getvalue()
 
 
+@dataclass(frozen=True)
+class TemplateRequest:
+    """One render `TemplateRenderer.render` would be asked for: text, `.Values`, `.Release`."""
+
+    text: str
+    values: dict[str, Any]
+    release: Mapping[str, Any] = field(default_factory=lambda: NO_RELEASE)
+
+
+# Renders per round trip to the child when prefetching: enough to amortise the trip,
+# few enough that one slow template delays little else.
+_BATCH = 64
+
+
 class TemplateRenderer:
     """Renders Go template files with a given `.Values`; caches by (text, values) digest.
 
@@ -93,7 +108,8 @@ class TemplateRenderer:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        self._cache: dict[str, str] = {}
+        # Helm's answer per (text, context) digest: ("ok", output) or ("error", message).
+        self._cache: dict[str, tuple[str, str]] = {}
         self._sandbox = Sandbox(limits or Limits())
         weakref.finalize(self, self._sandbox.close)
 
@@ -111,27 +127,60 @@ class TemplateRenderer:
         """
         if "{{" not in text:
             return text
-        payload = json.dumps([values, release], sort_keys=True, default=str)
-        key = hashlib.sha256(text.encode() + b"\0" + payload.encode()).hexdigest()
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = self._render(text, values=context_of(values, release), source=source)
-            self._cache[key] = cached
-        return cached
+        key = _key(text, values, release)
+        answer = self._cache.get(key)
+        if answer is None:
+            answer = self._render(text, values=context_of(values, release), source=source)
+            if answer[0] == "ok":
+                self._cache[key] = answer
+        status, result = answer
+        if status != "ok":
+            raise _template_error(result, source)
+        return result
+
+    def prefetch(self, requests: Iterable[TemplateRequest]) -> None:
+        """Render `requests` ahead, many per round trip to the child, for later `render` calls.
+
+        Only answers are kept: a batch that crosses a limit is dropped, and each of its
+        templates is rendered alone when asked for, so errors name the right file.
+        """
+        pending: dict[str, TemplateRequest] = {}
+        for request in requests:
+            if "{{" not in request.text:
+                continue
+            key = _key(request.text, request.values, request.release)
+            if key not in self._cache:
+                pending[key] = request
+        keys = list(pending)
+        for start in range(0, len(keys), _BATCH):
+            self._render_batch({key: pending[key] for key in keys[start : start + _BATCH]})
 
     def close(self) -> None:
         """Stop the sandbox child."""
         self._sandbox.close()
 
-    def _render(self, text: str, *, values: dict[str, Any], source: str) -> str:
+    def _render(self, text: str, *, values: dict[str, Any], source: str) -> tuple[str, str]:
         try:
-            status, result = self._sandbox.run(Task("gotmpl", (text, values)))
+            answer: tuple[str, str] = self._sandbox.run(Task("gotmpl", (text, values)))
         except LimitExceeded as error:
             raise ConfigError(source, error.message) from None
-        if status != "ok":
-            raise _template_error(result, source)
-        rendered: str = result
-        return rendered
+        return answer
+
+    def _render_batch(self, batch: dict[str, TemplateRequest]) -> None:
+        if len(batch) < 2:
+            return  # one render gains nothing from going ahead of its turn
+        payload = [(r.text, context_of(r.values, r.release)) for r in batch.values()]
+        try:
+            answers = self._sandbox.run(Task("gotmpl-batch", payload))
+        except LimitExceeded:
+            return
+        if isinstance(answers, list):  # anything else: the child gave up (memory)
+            self._cache.update(zip(batch, answers, strict=True))
+
+
+def _key(text: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> str:
+    payload = json.dumps([values, release], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode() + b"\0" + payload.encode()).hexdigest()
 
 
 def render_template(

@@ -16,6 +16,7 @@ from reviewer import deployment as deployment_mod
 from reviewer import jail, yamlio
 from reviewer import plan_commands as commands
 from reviewer import plan_contexts as contexts
+from reviewer import plan_prefetch as prefetch
 from reviewer import templates as templates_mod
 from reviewer import values as values_mod
 from reviewer.charts.defaults import ChartDefaults
@@ -128,6 +129,10 @@ class Planner:
     loader: ValuesLoader
     renderer: TemplateRenderer
     display_root: str = "."
+    # Every release of a cluster reads the same capabilities file: read it once per plan.
+    _capabilities: dict[str, tuple[capabilities_mod.Capabilities, str | None]] = field(
+        default_factory=dict
+    )
 
     def plan(self, *, select: Selector = _select_all) -> Plan:
         """Resolve the selected deployments of every cluster."""
@@ -163,27 +168,23 @@ class Planner:
             fail(None, error)
             return
         hierarchy = Hierarchy(tuple(levels), values_mod.combine(levels))
-        expanded: list[tuple[AppSpec, ReleaseSpec, Values]] = []
-        for app in spec.apps:
-            instance = _instance(app, spec)
-            instance_atlas = {**atlas, "instance": contexts.atlas_instance(instance)}
-            try:
-                releases = templates_mod.expand(
-                    root=self.fleet.root,
-                    source=templates[app.template],
-                    instance=instance,
-                    context=values_mod.with_atlas(
-                        contexts.template_context(app, hierarchy.values), instance_atlas
-                    ),
-                    renderer=self.renderer,
-                )
-            except ReviewerError as error:
-                fail(None, error)
-                continue
-            expanded.extend((app, release, instance_atlas) for release in releases)
+        expanded = self._expand_apps(spec, hierarchy, atlas, templates, fail)
         producers: dict[str, list[AppSpec]] = {}
         for app, release, _ in expanded:
             producers.setdefault(release.name, []).append(app)
+        settings = [
+            (
+                _values_entries(release, app),
+                contexts.release_context(release, self._labels(cluster, deployment, app, release)),
+                instance_atlas,
+                values_mod.inline(app.values),
+            )
+            for app, release, instance_atlas in expanded
+            if len(producers[release.name]) == 1
+        ]
+        self.renderer.prefetch(
+            prefetch.release_values(self.loader, hierarchy.layers, hierarchy.values, settings)
+        )
         for app, release, instance_atlas in expanded:
             if len(producers[release.name]) > 1:
                 if app is producers[release.name][0]:
@@ -197,6 +198,50 @@ class Planner:
                 )
             except ReviewerError as error:
                 fail(release.name, error)
+
+    def _expand_apps(
+        self,
+        spec: DeploymentSpec,
+        hierarchy: Hierarchy,
+        atlas: Values,
+        templates: dict[str, str],
+        fail: Callable[[str | None, ReviewerError], None],
+    ) -> list[tuple[AppSpec, ReleaseSpec, Values]]:
+        """Every app's releases, each with the atlas its instance sees; failures go to `fail`."""
+        instances = [
+            (app, {**atlas, "instance": contexts.atlas_instance(_instance(app, spec))})
+            for app in spec.apps
+        ]
+        self.renderer.prefetch(
+            prefetch.app_templates(self.loader, instances, hierarchy.values, templates)
+        )
+        expanded: list[tuple[AppSpec, ReleaseSpec, Values]] = []
+        for app, instance_atlas in instances:
+            try:
+                releases = templates_mod.expand(
+                    root=self.fleet.root,
+                    source=templates[app.template],
+                    instance=_instance(app, spec),
+                    context=values_mod.with_atlas(
+                        contexts.template_context(app, hierarchy.values), instance_atlas
+                    ),
+                    renderer=self.renderer,
+                    read=self.loader.read_text,
+                )
+            except ReviewerError as error:
+                fail(None, error)
+                continue
+            expanded.extend((app, release, instance_atlas) for release in releases)
+        return expanded
+
+    def _labels(
+        self, cluster: Cluster, deployment: DeploymentDir, app: AppSpec, release: ReleaseSpec
+    ) -> dict[str, str]:
+        return {
+            **release.labels,
+            **app.labels,
+            **contexts.standard_labels(cluster, deployment, app, self.fleet.layout.variant),
+        }
 
     def _deployment_spec(
         self,
@@ -237,11 +282,7 @@ class Planner:
         atlas: Values,
     ) -> ReleasePlan:
         entries = _values_entries(release, app)
-        labels = {
-            **release.labels,
-            **app.labels,
-            **contexts.standard_labels(cluster, deployment, app, self.fleet.layout.variant),
-        }
+        labels = self._labels(cluster, deployment, app, release)
         release_context = contexts.release_context(release, labels)
         hierarchy = self._hierarchy_for(hierarchy, atlas, release_context)
         layers = self.loader.release_layers(
@@ -254,9 +295,7 @@ class Planner:
         final = values_mod.with_atlas(
             values_mod.merge(values_mod.combine(layers), hierarchy.values), atlas
         )
-        cluster_capabilities, capabilities_file = capabilities_mod.load_cluster(
-            self.fleet.root, cluster.levels[-1].path
-        )
+        cluster_capabilities, capabilities_file = self._cluster_capabilities(cluster)
         capabilities = cluster_capabilities.under(release.capabilities)
         patches = release.patches.then(app.patches)
         inputs = {
@@ -282,6 +321,16 @@ class Planner:
             capabilities=capabilities,
             patches=patches,
         )
+
+    def _cluster_capabilities(
+        self, cluster: Cluster
+    ) -> tuple[capabilities_mod.Capabilities, str | None]:
+        directory = cluster.levels[-1].path
+        known = self._capabilities.get(directory)
+        if known is None:
+            known = capabilities_mod.load_cluster(self.fleet.root, directory)
+            self._capabilities[directory] = known
+        return known
 
     def _hierarchy_for(
         self, hierarchy: Hierarchy, atlas: Values, release: dict[str, Any]

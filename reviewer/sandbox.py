@@ -34,7 +34,8 @@ class LimitExceeded(ReviewerError):
 
 @dataclass(frozen=True)
 class Task:
-    """What to run in the child: `kind` is `render` (a chart) or `gotmpl` (one template)."""
+    """What to run in the child: `kind` is `render` (a chart), `gotmpl` (one template) or
+    `gotmpl-batch` (several, answered as a list)."""
 
     kind: str
     payload: Any

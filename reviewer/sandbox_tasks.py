@@ -39,6 +39,8 @@ class Handler:
             if task.kind == "render":
                 request, output_mib = task.payload
                 return self._render(request, output_mib)
+            if task.kind == "gotmpl-batch":
+                return [render_template(self._templates, t, v) for t, v in task.payload]
             text, values = task.payload
             return render_template(self._templates, text, values)
         except MemoryError:
@@ -62,4 +64,6 @@ class Handler:
 
 
 def _failed(task: Task, message: str) -> Any:
+    if task.kind == "gotmpl-batch":
+        return None  # the parent renders each template alone and reports the one at fault
     return Outcome(None, error=message) if task.kind == "render" else ("error", message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,9 +131,13 @@ def expand(
     instance: Instance,
     context: Values,
     renderer: TemplateRenderer,
+    read: Callable[[str], str] | None = None,
 ) -> list[ReleaseSpec]:
-    """Render a template file for one instance and return its releases."""
-    text = jail.read_text(root, source)
+    """Render a template file for one instance and return its releases.
+
+    `read` reads a repo-relative file inside the jail (default: `jail.read_text` at `root`).
+    """
+    text = read(source) if read is not None else jail.read_text(root, source)
     if source.endswith(".gotmpl"):
         text = renderer.render(text, values=context, source=source)
     documents = yamlio.load_documents(text, source=source)

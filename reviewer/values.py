@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from reviewer import jail, yamlio
 from reviewer.discover import Cluster, DeploymentDir
 from reviewer.errors import ConfigError
-from reviewer.gotmpl import NO_RELEASE, TemplateRenderer
+from reviewer.gotmpl import NO_RELEASE, TemplateRenderer, TemplateRequest
 from reviewer.paths import inside
 
 ATLAS = "atlas"
@@ -199,15 +199,43 @@ class ValuesLoader:
         layers: list[Layer] = []
         merged: Values = {}
         for entry, level, secret in entries:
-            seen = merged
-            if instance_values and level.startswith("template"):
-                seen = merge(merged, instance_values)
-            context = with_atlas(merge(seen, hierarchy), atlas)
+            context = _entry_context(merged, level, hierarchy, atlas, instance_values)
             values = self._load_entry(entry, context=context, secret=secret, release=release)
             source = entry.file or f"{entry.declared_in} {entry.field}"
             layers.append(Layer(source, level, values, secret=secret))
             merged = merge(merged, values)
         return layers
+
+    def first_template(
+        self,
+        entries: Iterable[tuple[ValuesEntry, str, bool]],
+        *,
+        hierarchy: Values,
+        atlas: Values,
+        release: Mapping[str, Any],
+        instance_values: Values | None = None,
+    ) -> TemplateRequest | None:
+        """The first render `release_layers` will ask for with these arguments, if any.
+
+        Reads plain files only: it stops at secrets, which come last and never render.
+        """
+        merged: Values = {}
+        for entry, level, secret in entries:
+            if secret:
+                return None
+            if entry.inline is not None:
+                merged = merge(merged, entry.inline)
+                continue
+            if entry.file is None or not self.is_file(entry.file):
+                return None
+            if entry.file.endswith(SOPS_SUFFIX):
+                return None
+            text = self.read_text(entry.file)
+            if entry.file.endswith(GOTMPL_SUFFIX) and "{{" in text:
+                context = _entry_context(merged, level, hierarchy, atlas, instance_values)
+                return TemplateRequest(text, context, release)
+            merged = merge(merged, yamlio.load_mapping(text, source=entry.file))
+        return None
 
     def _load_entry(
         self,
@@ -237,6 +265,17 @@ def inline(entries: Iterable[ValuesEntry]) -> Values:
         if entry.inline is not None:
             merged = merge(merged, entry.inline)
     return merged
+
+
+def _entry_context(
+    merged: Values, level: str, hierarchy: Values, atlas: Values, instance_values: Values | None
+) -> Values:
+    """What a release-level `.gotmpl` sees: merged so far (template-level files also the
+    instance's inline values), overlaid by the hierarchy, plus atlas."""
+    seen = merged
+    if instance_values and level.startswith("template"):
+        seen = merge(merged, instance_values)
+    return with_atlas(merge(seen, hierarchy), atlas)
 
 
 def combine(layers: Iterable[Layer]) -> Values:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,14 @@ from conftest import GitRepo, Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviewer import jail, render, yamlemit, yamlio
+from reviewer import capabilities, jail, render, yamlemit, yamlio
+from reviewer.capabilities import Capabilities
 from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
+from reviewer.discover import Cluster
 from reviewer.errors import ExitStatus
-from reviewer.plan import ReleasePlan
+from reviewer.gotmpl import TemplateRenderer, TemplateRequest
+from reviewer.plan import Planner, ReleasePlan
 from reviewer.sops import KeylessMode
 from reviewer.values import ValuesLoader
 
@@ -45,6 +48,14 @@ def _resolve_every_time(
     return fetcher.resolve(release.chart, release.version, root=root)
 
 
+def _no_prefetch(self: TemplateRenderer, requests: Iterable[TemplateRequest]) -> None:
+    return None
+
+
+def _capabilities_every_time(self: Planner, cluster: Cluster) -> tuple[Capabilities, str | None]:
+    return capabilities.load_cluster(self.fleet.root, cluster.levels[-1].path)
+
+
 Slow = Callable[[pytest.MonkeyPatch], None]
 
 SLOW_PATHS: dict[str, Slow] = {
@@ -59,6 +70,12 @@ SLOW_PATHS: dict[str, Slow] = {
     ),
     "objects written without ruamel.yaml": lambda mp: mp.setattr(
         yamlio, "dump", yamlio.dump_with_ruamel
+    ),
+    "Go templates rendered one per round trip": lambda mp: mp.setattr(
+        TemplateRenderer, "prefetch", _no_prefetch
+    ),
+    "capabilities read for every release": lambda mp: mp.setattr(
+        Planner, "_cluster_capabilities", _capabilities_every_time
     ),
 }
 

@@ -1,0 +1,70 @@
+"""The renders a deployment's planning will ask for, gathered so the sandbox answers them in
+one round trip each (`TemplateRenderer.prefetch`) instead of one trip per template.
+
+A request is only a forecast: planning still asks for every render itself and takes the
+prefetched answer when the text and context match. A forecast that fails, or one that
+planning never asks for, costs a render and changes nothing; errors are always raised by
+planning's own render, so they name the same file and line as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from reviewer import plan_contexts as contexts
+from reviewer import values as values_mod
+from reviewer.deployment import AppSpec
+from reviewer.errors import ReviewerError
+from reviewer.gotmpl import TemplateRequest
+from reviewer.values import Layer, Values, ValuesEntry, ValuesLoader
+
+# What a release's values are loaded from: entries (entry, level label, is secret), its
+# `.Release`, the atlas its instance sees and the instance's inline values.
+ReleaseSetting = tuple[list[tuple[ValuesEntry, str, bool]], Mapping[str, Any], Values, Values]
+
+
+def app_templates(
+    loader: ValuesLoader,
+    instances: Iterable[tuple[AppSpec, Values]],
+    hierarchy: Values,
+    templates: Mapping[str, str],
+) -> Iterator[TemplateRequest]:
+    """Each app instance's template render (`templates.expand`), given its atlas."""
+    for app, atlas in instances:
+        source = templates[app.template]
+        if not source.endswith(values_mod.GOTMPL_SUFFIX):
+            continue
+        try:
+            text = loader.read_text(source)
+        except ReviewerError:
+            continue  # expanding the app reports it
+        context = contexts.template_context(app, hierarchy)
+        yield TemplateRequest(text, values_mod.with_atlas(context, atlas))
+
+
+def release_values(
+    loader: ValuesLoader,
+    layers: Iterable[Layer],
+    hierarchy: Values,
+    settings: Iterable[ReleaseSetting],
+) -> Iterator[TemplateRequest]:
+    """Each release's first values template render (`ValuesLoader.release_layers`).
+
+    None when the hierarchy itself is rendered per release: its values are not known yet.
+    """
+    if any(loader.uses_release(layer.source) for layer in layers):
+        return
+    for entries, release, atlas, instance_values in settings:
+        try:
+            request = loader.first_template(
+                entries,
+                hierarchy=hierarchy,
+                atlas=atlas,
+                release=release,
+                instance_values=instance_values,
+            )
+        except ReviewerError:
+            continue  # planning the release reports it
+        if request is not None:
+            yield request
