@@ -175,7 +175,8 @@ class TemplateRenderer:
             answers = self._sandbox.run(Task("gotmpl-batch", payload))
         except LimitExceeded:
             return
-        if isinstance(answers, list):  # anything else: the child gave up (memory)
+        # Anything but one answer per template: the child gave up (out of memory).
+        if isinstance(answers, list) and len(answers) == len(batch):
             self._cache.update(zip(batch, answers, strict=True))
 
 

@@ -140,3 +140,22 @@ def test_an_endless_loop_in_a_batch_fails_alone_at_the_time_limit() -> None:
         renderer.render(endless, values={}, source="loop.gotmpl")
     assert failure.value.file == "loop.gotmpl"
     assert renderer.render(good, values={"v": 2}, source="b.gotmpl") == "v: 2"
+
+
+def test_a_huge_allocation_in_a_batch_fails_alone_at_the_memory_limit() -> None:
+    # 4 GiB: the Go runtime alone reserves over 1 GiB of the capped address space.
+    huge = 'a: {{ "x" | repeat 40000000000 }}'
+    good = "v: {{ .v }}"
+    renderer = TemplateRenderer(Limits(memory_mib=4096))
+    renderer.prefetch(
+        [
+            TemplateRequest(good, {"v": 1}),
+            TemplateRequest(huge, {}),
+            TemplateRequest(good, {"v": 2}),
+        ]
+    )
+    assert renderer.render(good, values={"v": 1}, source="a.gotmpl") == "v: 1"
+    with pytest.raises(ConfigError, match="memory") as failure:
+        renderer.render(huge, values={}, source="huge.gotmpl")
+    assert failure.value.file == "huge.gotmpl"
+    assert renderer.render(good, values={"v": 2}, source="b.gotmpl") == "v: 2"
