@@ -185,7 +185,8 @@ def _key(text: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> st
     try:
         # marshal (format 2: no back-references) is several times cheaper than JSON and
         # keeps types apart; equal contexts built in another key order only miss the cache.
-        payload = b"m" + marshal.dumps((values, release), 2)
+        pair: Any = (values, release)  # plain dicts; marshal refuses any other mapping
+        payload = b"m" + marshal.dumps(pair, 2)
     except ValueError:  # a type marshal does not take
         payload = b"j" + json.dumps([values, release], sort_keys=True, default=str).encode()
     data = text.encode()
