@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import encrypt, use_fresh_key
 from conftest import GitRepo, git
 
 from reviewer.cli import main
@@ -33,6 +33,13 @@ def _fleet(repo: GitRepo) -> GitRepo:
         repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", APP)
         repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
     return repo
+
+
+def _feature(repo: GitRepo) -> None:
+    """The fleet as `main`, and a branch changing cluster a in the working tree."""
+    _fleet(repo).commit("fleet")
+    git(repo.root, "checkout", "--quiet", "-b", "feature")
+    repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
 
 
 def _diff(
@@ -77,9 +84,7 @@ def test_every_plan_of_the_example_comes_back_equal(tmp_path: Path) -> None:
 def test_a_second_run_plans_nothing_again_and_reports_the_same(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fleet(git_repo).commit("fleet")
-    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
-    git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
+    _feature(git_repo)
     store = tmp_path / "cache"
     cold, said = _diff(git_repo, tmp_path / "cold.json", store, capsys)
     assert _stored(said) == 0
@@ -92,9 +97,7 @@ def test_a_second_run_plans_nothing_again_and_reports_the_same(
 def test_a_file_a_stored_plan_read_changing_plans_that_deployment_again(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fleet(git_repo).commit("fleet")
-    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
-    git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
+    _feature(git_repo)
     store = tmp_path / "cache"
     _diff(git_repo, tmp_path / "first.json", store, capsys)
     # The next change adds a file the lookup looked for on cluster b, and edits cluster c.
@@ -127,10 +130,7 @@ def test_a_plan_a_secret_reaches_is_never_written(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(tmp_path / "keys.txt")))
+    identity = use_fresh_key(monkeypatch, tmp_path)
     _fleet(git_repo)
     encrypt(
         git_repo.root / "deployments/a",

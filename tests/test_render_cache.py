@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import pytest
-from agekeys import AgeIdentity, encrypt
+from agekeys import encrypt, use_fresh_key
 from conftest import GitRepo, Repo, git
 
 from reviewer.cli import main
@@ -123,10 +123,7 @@ SECRET = "Zq8-Long-Secret-4711"
 def test_a_release_a_secret_reaches_is_never_written(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(tmp_path / "keys.txt")))
+    identity = use_fresh_key(monkeypatch, tmp_path)
     fleet(repo)
     # Cluster a's values derive from the secret through a .gotmpl as well.
     encrypt(
@@ -155,10 +152,7 @@ def test_a_release_spelling_a_known_secret_is_never_written(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A secret copied verbatim into a plain file passes the twins; it still stays off disk."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(tmp_path / "keys.txt")))
+    identity = use_fresh_key(monkeypatch, tmp_path)
     fleet(repo)
     encrypt(
         repo.root / "deployments/a",
