@@ -135,7 +135,8 @@ def prepare_sides(
     decoder = SopsDecoder(keyless=request.secrets, programs=options.programs)
     fast = request.fast_path and len(sources) == len(hierarchies) == 1
     with open_tooling(request.tooling, config) as tools:
-        rendering = _Rendering(options, tools, renderer, decoder)
+        stored = _plan_caches(changes, roots, tools, config, options)
+        rendering = _Rendering(options, tools, renderer, decoder, stored)
         skip = (
             fast
             and not request.render_unchanged
@@ -143,7 +144,6 @@ def prepare_sides(
             and len(roots) == 2
             and unrendered.skippable(changes, roots, nested=options.nested.expand)
         )
-        rendering = replace(rendering, stored=_plan_caches(changes, roots, tools, config, options))
         rendered = (
             rendering.pair(roots, watch=watch, changes=changes)
             if skip and changes is not None
