@@ -14,12 +14,15 @@ whose result changes between runs (`now`, `randAlphaNum`, ...).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import helm_python
 
 from reviewer import capabilities as capabilities_mod
 from reviewer import jail
@@ -135,7 +138,13 @@ class SidePlans:
 
 
 def _digest(*parts: str) -> str:
-    return hashlib.sha256("\0\0".join(parts).encode()).hexdigest()
+    # Go templates render with the Helm SDK compiled in: another one may plan otherwise.
+    return hashlib.sha256("\0\0".join((_engine(), *parts)).encode()).hexdigest()
+
+
+@functools.cache
+def _engine() -> str:
+    return str(helm_python.helm_sdk_version())
 
 
 def _storable(release: ReleasePlan) -> bool:
