@@ -54,10 +54,21 @@ def _defines_source(roots: Sequence[Path], name: str) -> bool:
     for root in roots:
         try:
             path = jail.resolve_file(root, name)
-            if path.is_file() and _FLUX_SOURCES in path.read_bytes():
+            if path.is_file() and _mentions(path, _FLUX_SOURCES):
                 return True
         except (ReviewerError, OSError):
             return True
+    return False
+
+
+def _mentions(path: Path, marker: bytes) -> bool:
+    """Whether the file holds `marker`, read in blocks (a pull request may add a huge file)."""
+    tail = b""
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            if marker in tail + block:
+                return True
+            tail = block[-(len(marker) - 1) :]
     return False
 
 
