@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reviewer.changes import changes_between
 from reviewer.chartkeys import ChartText, unread
 from reviewer.diff.result import ReleaseStatus, SnapshotDiff
-from reviewer.filedigests import differing, file_digests, reported
 from reviewer.model import ReleaseId
 from reviewer.plan import ReleasePlan
 from reviewer.semantic import ChangeKind, PathChange, format_path, semantic_diff
@@ -221,7 +221,7 @@ def changed_files(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> lis
 
     `ignored`: paths git ignores in the head checkout (directories end in `/`), left out.
     """
-    return list(reported(differing(file_digests(base), file_digests(head)), ignored))
+    return list(changes_between(base, head, ignored=ignored).reported)
 
 
 def _reads(plan: ReleasePlan, file: str) -> bool:
