@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,16 +33,11 @@ from reviewer.postrender import Patches
 from reviewer.render_cache import RenderStore
 from reviewer.reuse import planning_reads
 from reviewer.templates import ChartRef
+from reviewer.unstable import calls_unstable
 from reviewer.values import Layer
 
 _VERSION = "reviewer-plan/1"
 _ABSENT = "-"
-# Sprig functions whose result differs between two runs on the same input.
-_UNSTABLE = re.compile(
-    r"\b(now|date|dateInZone|unixEpoch|rand[A-Za-z]*|uuidv4|shuffle|htpasswd|bcrypt"
-    r"|gen(PrivateKey|CA|CAWithKey|SelfSignedCert|SelfSignedCertWithKey|SignedCert"
-    r"|SignedCertWithKey))\b"
-)
 
 
 @dataclass
@@ -130,7 +124,7 @@ class SidePlans:
             if not path.endswith(".gotmpl") or path not in self.digests:
                 continue
             try:
-                if _UNSTABLE.search(jail.read_text(self.root, path)):
+                if calls_unstable(jail.read_text(self.root, path).encode()):
                     return True
             except (ReviewerError, OSError):
                 return True

@@ -26,6 +26,7 @@ from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resourc
 from reviewer.plan import Plan, PlanError, ReleasePlan
 from reviewer.proc import Programs
 from reviewer.render_cache import RenderStore
+from reviewer.unstable import chart_may_vary
 from reviewer.workers import Outcome, Pool
 
 Progress = Callable[[ReleasePlan], None]
@@ -42,6 +43,8 @@ class RenderCache:
 
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     chart_digests: dict[Path, str] = field(default_factory=dict)
+    varying: dict[Path, bool] = field(default_factory=dict)
+    """Charts that may render differently twice (reviewer/unstable.py), by path."""
     rendered: int = 0
     reused: int = 0
     chartified: dict[tuple[Path, str, str], Path] = field(default_factory=dict)
@@ -65,6 +68,13 @@ class RenderCache:
         if self._scratch is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="reviewer-chartify-")
         return self._scratch.name
+
+    def may_vary(self, chart: Path) -> bool:
+        """Whether the chart calls a random or time function (reviewer/unstable.py), once."""
+        found = self.varying.get(chart)
+        if found is None:
+            found = self.varying[chart] = chart_may_vary(chart)
+        return found
 
     def chart_digest(self, chart: ResolvedChart) -> str:
         """sha256 of the chart's content (archive bytes, or every file of a directory)."""
@@ -199,17 +209,21 @@ def render_again(
 ) -> dict[ReleaseId, RenderedRelease]:
     """Render `releases` once more without reusing any outcome: random values come out anew.
 
-    `cache` only lends its chart digests; no outcome is read from it or stored in it.
+    A release whose chart calls no random or time function renders the same again, so it
+    is left out. `cache` only lends its chart digests; no outcome is read from it or
+    stored in it.
     """
     requests: list[RenderRequest] = []
     wanted: list[ReleasePlan] = []
     digests = cache if cache is not None else RenderCache()
     for release in releases:
         try:
-            requests.append(_request(release, root, fetcher, pool, digests)[0])
+            request = _request(release, root, fetcher, pool, digests)[0]
         except ReviewerError:
             continue  # it failed the first time too; nothing to compare
-        wanted.append(release)
+        if digests.may_vary(request.chart):
+            requests.append(request)
+            wanted.append(release)
     return {
         wanted[index].id: _finished(wanted[index], outcome)
         for index, outcome in pool.render(requests)
