@@ -36,7 +36,7 @@ class Changes:
     """Changed files and every directory above one."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dirty", frozenset(_with_parents(self.files)))
+        object.__setattr__(self, "dirty", frozenset(with_parents(self.files)))
 
     def touches(self, path: str) -> bool:
         """Whether the file (or anything under the directory) `path` differs between the sides."""
@@ -65,12 +65,13 @@ def _changes(old: dict[str, str], new: dict[str, str], ignored: Iterable[str]) -
     return Changes(
         files,
         reported(files, ignored),
-        frozenset(_with_parents(old.keys() | new.keys())),
+        frozenset(with_parents(old.keys() | new.keys())),
         (old, new),
     )
 
 
-def _with_parents(files: Iterable[str]) -> set[str]:
+def with_parents(files: Iterable[str]) -> set[str]:
+    """`files` and every directory above one."""
     found: set[str] = set()
     for name in files:
         found.add(name)

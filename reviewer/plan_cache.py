@@ -25,6 +25,7 @@ import helm_python
 
 from reviewer import capabilities as capabilities_mod
 from reviewer import jail
+from reviewer.changes import with_parents
 from reviewer.discover import Cluster, DeploymentDir
 from reviewer.errors import ReviewerError
 from reviewer.model import ReleaseId
@@ -109,13 +110,7 @@ class SidePlans:
 
     def _absent(self, path: str) -> bool:
         if self._directories is None:
-            self._directories = {""}
-            for name in self.digests:
-                while "/" in name:
-                    name = name.rsplit("/", 1)[0]
-                    if name in self._directories:
-                        break
-                    self._directories.add(name)
+            self._directories = {"", *with_parents(self.digests)} - self.digests.keys()
         parent = path.rsplit("/", 1)[0] if "/" in path else ""
         return parent in self._directories
 

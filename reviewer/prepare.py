@@ -12,6 +12,7 @@ from pathlib import Path
 
 from reviewer import config as config_mod
 from reviewer import unrendered
+from reviewer.changes import Changes
 from reviewer.config import RepoConfig
 from reviewer.discover import Layout
 from reviewer.filters import check_selection
@@ -21,7 +22,7 @@ from reviewer.plan_cache import SidePlans
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again
-from reviewer.reuse import Changes, Reuse
+from reviewer.reuse import Reuse
 from reviewer.side import (
     PlannedSide,
     ProgressBar,

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from reviewer import jail
 from reviewer.capabilities import CLUSTER_FILE
-from reviewer.changes import Changes as Changes
-from reviewer.changes import changes_between as changes_between
+from reviewer.changes import Changes
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir
 from reviewer.errors import ReviewerError
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot

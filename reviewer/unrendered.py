@@ -16,11 +16,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reviewer import jail
+from reviewer.changes import Changes
 from reviewer.charts.archive import chart_yaml
 from reviewer.errors import ReviewerError
 from reviewer.model import RenderedRelease
 from reviewer.plan import Plan, ReleasePlan
-from reviewer.reuse import Changes, DeploymentKey, key_of
+from reviewer.reuse import DeploymentKey, key_of
 
 _FLUX_SOURCES = b"source.toolkit.fluxcd.io"
 _CHART_FILE = "Chart.yaml"

@@ -20,11 +20,12 @@ import pytest
 from conftest import DUMP_CHART, GitRepo, Repo
 from test_nested_releases import FLEET_SOURCE, HIERARCHY_BOOTSTRAP, LEAF
 
+from reviewer.changes import changes_between
 from reviewer.cli import main
 from reviewer.errors import ExitStatus
 from reviewer.filedigests import file_digests
 from reviewer.gotmpl import TemplateRenderer
-from reviewer.reuse import Reuse, changes_between
+from reviewer.reuse import Reuse
 from reviewer.side import SideOptions, plan_twins, render_side
 from reviewer.tooling import Tooling, open_tooling
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from reviewer import config as config_mod
 from reviewer import report, report_json, report_markdown, report_text
 from reviewer.bundle import RenderedPair
+from reviewer.changes import changes_between
 from reviewer.chartkeys import local_chart_text
 from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
 from reviewer.commands import snapshots
@@ -26,7 +27,6 @@ from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.prepare import PreparedSides, SideRequest, SideWatch, prepare_sides
 from reviewer.redact import LeakGuard
 from reviewer.render import RenderCache
-from reviewer.reuse import changes_between
 from reviewer.shards import save_diff_shard
 from reviewer.side import ProgressBar, Shard, SideOptions
 from reviewer.sops import KeylessMode
