@@ -138,12 +138,3 @@ def isolate_sops_key(monkeypatch: pytest.MonkeyPatch, directory: Path) -> AgeIde
     identity = AgeIdentity.generate()
     monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(directory / "keys.txt")))
     return identity
-
-
-def use_fresh_key(monkeypatch: pytest.MonkeyPatch, directory: Path) -> AgeIdentity:
-    """A new age identity, the only SOPS key the environment offers (and not in CI)."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(identity.write(directory / "keys.txt")))
-    return identity

@@ -210,7 +210,10 @@ def test_configured_line_ending_conversion_falls_back_to_hashing(tmp_path: Path)
     git(repo.root, "config", "core.autocrlf", "true")
     with _base(repo) as base:
         assert tree_digests(base) is None
-        _same(base, repo.root)
+        # The base worktree is checked out with CRLF endings, the head kept LF: hashing
+        # sees the bytes differ, and an edit is among them.
+        (repo.root / "README.md").write_bytes(b"edited\n")
+        assert "README.md" in _same(base, repo.root).files
 
 
 def test_submodules_and_nested_repositories_fall_back_to_hashing(tmp_path: Path) -> None:

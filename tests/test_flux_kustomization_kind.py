@@ -32,19 +32,6 @@ SOURCES = "sources:\n  - {name: prod, kind: flux, paths: [clusters/prod]}\n"
 
 
 @pytest.fixture
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
-    )
-    return identity
-
-
-@pytest.fixture
 def charts(tmp_path: Path) -> Iterator[ChartRepository]:
     with ChartRepository(tmp_path / "served") as server:
         server.publish(write_chart_dir(tmp_path / "src" / "app", app_chart_files()), "1.0.0")

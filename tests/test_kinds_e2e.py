@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from agekeys import AgeIdentity
+from agekeys import isolate_sops_key
 from chartrepo import ChartRepository
 from conftest import GitRepo, git
 from flux_repo import app_chart_files, chart_spec, helmrelease, write_chart_dir
@@ -94,12 +94,7 @@ def env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Env]:
     """A fresh age key sops finds, no CI variables, and a chart repository serving `app`."""
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
-    )
+    identity = isolate_sops_key(monkeypatch, tmp_path_factory.mktemp("age"))
     files = {**app_chart_files(), "templates/config.yaml": LEAKY_TEMPLATE}
     with ChartRepository(tmp_path / "served") as charts:
         charts.publish(write_chart_dir(tmp_path / "chart-src" / "app", files), "1.0.0")

@@ -197,7 +197,8 @@ def test_render_labels_each_release_with_its_layer_and_injects_the_layer_version
     # The values dump the chart renders shows the injected version, for that release only.
     ingress = (tmp_path / "out").glob("addons/apps/ingress/*")
     assert any("kraanVersion: 1.4.0" in path.read_text() for path in ingress)
-    web = (tmp_path / "out").glob("addons/apps/web/*")
+    web = list((tmp_path / "out").glob("addons/apps/web/*"))
+    assert web
     assert not any("kraanVersion" in path.read_text() for path in web)
 
 

@@ -355,19 +355,6 @@ def test_inner_values_from_a_secret_of_the_parent_output_stay_masked(
     assert TOKEN not in text and TOKEN.upper() not in text
 
 
-@pytest.fixture
-def age_key(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> AgeIdentity:
-    for name in ("SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
-    identity = AgeIdentity.generate()
-    monkeypatch.setenv(
-        "SOPS_AGE_KEY_FILE", str(identity.write(tmp_path_factory.mktemp("age") / "k"))
-    )
-    return identity
-
-
 @pytest.mark.parametrize(
     ("setting", "message"),
     [

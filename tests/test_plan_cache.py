@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from agekeys import encrypt, use_fresh_key
+from agekeys import encrypt, isolate_sops_key
 from conftest import GitRepo, git
 
 from reviewer.cli import main
@@ -88,6 +88,7 @@ def test_a_second_run_plans_nothing_again_and_reports_the_same(
     store = tmp_path / "cache"
     cold, said = _diff(git_repo, tmp_path / "cold.json", store, capsys)
     assert _stored(said) == 0
+    assert STORED not in said, "a cold run takes no plan from the cache"
     warm, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
     assert _stored(said) == 4, "three base deployments and the changed head one"
     plain, _ = _diff(git_repo, tmp_path / "none.json", None, capsys)
@@ -130,7 +131,7 @@ def test_a_plan_a_secret_reaches_is_never_written(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    identity = use_fresh_key(monkeypatch, tmp_path)
+    identity = isolate_sops_key(monkeypatch, tmp_path)
     _fleet(git_repo)
     encrypt(
         git_repo.root / "deployments/a",

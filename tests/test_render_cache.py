@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import pytest
-from agekeys import encrypt, use_fresh_key
+from agekeys import encrypt, isolate_sops_key
 from conftest import GitRepo, Repo, git
 
 from reviewer.cli import main
@@ -123,7 +123,7 @@ SECRET = "Zq8-Long-Secret-4711"
 def test_a_release_a_secret_reaches_is_never_written(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    identity = use_fresh_key(monkeypatch, tmp_path)
+    identity = isolate_sops_key(monkeypatch, tmp_path)
     fleet(repo)
     # Cluster a's values derive from the secret through a .gotmpl as well.
     encrypt(
@@ -152,7 +152,7 @@ def test_a_release_spelling_a_known_secret_is_never_written(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A secret copied verbatim into a plain file passes the twins; it still stays off disk."""
-    identity = use_fresh_key(monkeypatch, tmp_path)
+    identity = isolate_sops_key(monkeypatch, tmp_path)
     fleet(repo)
     encrypt(
         repo.root / "deployments/a",

@@ -13,6 +13,7 @@ from conftest import GitRepo
 from test_nondeterminism import RANDOM_CHART
 
 from reviewer.cli import main
+from reviewer.errors import ExitStatus
 
 # The random chart's password ends up in the Deployment's checksum annotation, so siblings
 # on two clusters differ in the Secrets and in that checksum on every render.
@@ -33,9 +34,11 @@ def fleet(git_repo: GitRepo) -> GitRepo:
 
 def diff(repo: GitRepo, capsys: pytest.CaptureFixture[str], output: str) -> str:
     capsys.readouterr()
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as done:
         main(["diff", "--repo", str(repo.root), "--base", "main", "--format", output])
-    return capsys.readouterr().out
+    said = capsys.readouterr()
+    assert done.value.code == ExitStatus.OK, said.err
+    return said.out
 
 
 def test_a_removed_cluster_counts_as_removed_in_the_blast_radius_not_changed(
@@ -136,11 +139,13 @@ def test_two_render_outputs_say_regenerated_fields_cannot_be_told_apart(
     for out, replicas in zip(outputs, (2, 3), strict=True):
         # Another input renders anew (the render cache would repeat the same random values).
         fleet.write("deployments/prod/prd-b/cluster.values.yaml", f"replicas: {replicas}\n")
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit) as done:
             main(["render", str(fleet.root), "--out", str(out)])
+        assert done.value.code == ExitStatus.OK, capsys.readouterr().err
     capsys.readouterr()
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as done:
         main(["diff", *map(str, outputs), "--format", "text"])
+    assert done.value.code == ExitStatus.OK
     text = capsys.readouterr().out
     assert "cannot be told apart from real changes" in text
     assert "spec.replicas: 2 → 3" in text

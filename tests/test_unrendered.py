@@ -71,9 +71,12 @@ def test_releases_a_change_cannot_reach_are_reported_unchanged_without_rendering
     example: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = example.root / "deployments/sandbox/cluster.values.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("1", "2", 1), encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    assert "replicaCount: 1\n" in text
+    path.write_text(text.replace("replicaCount: 1\n", "replicaCount: 2\n"), encoding="utf-8")
     code, report, said = _diff(example.root, tmp_path / "fast.json", capsys)
     assert code == ExitStatus.OK
+    assert report["summary"]["releases"]["changed"] > 0
     assert UNRENDERED in said
     web = _release(report, "staging/stg-1", "storefront-web")
     assert web["status"] == "unchanged"
