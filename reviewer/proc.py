@@ -34,7 +34,8 @@ class Command:
 
     argv: tuple[str, ...]
     cwd: Path | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
+    # Kept out of repr: it may hold keys (sops) that a debug print must never show.
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
     ok_codes: tuple[int, ...] = (0,)
 
     def __str__(self) -> str:
@@ -140,8 +141,9 @@ class Programs:
     home: str | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
     """`$REVIEWER_SOPS`, `$REVIEWER_KUBECTL`, `$REVIEWER_BWRAP`: executables to use."""
-    sops_keys: Mapping[str, str] = field(default_factory=dict)
-    git_config: Mapping[str, str] = field(default_factory=dict)
+    # Out of repr: key material and credentials in git settings are never printed.
+    sops_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
+    git_config: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Programs:

@@ -14,6 +14,8 @@ import pytest
 from conftest import Repo
 
 from reviewer.cli import main
+from reviewer.proc import Command, Programs
+from reviewer.side import SideOptions
 
 DEPLOYMENT = "deployments/g/c/apps/d"
 TOKEN = "ghp_redteamEnvironmentToken0123456789"
@@ -66,3 +68,15 @@ def test_gotmpl_values_cannot_read_the_environment(
     shown = _render(repo, tmp_path / "out", capsys)
     assert f"'{expression.split()[0]}' is helmfile-only" in shown
     assert TOKEN not in shown
+
+
+def test_a_printed_command_or_options_object_never_shows_a_key() -> None:
+    """Debug prints and crash logs show options and commands: key material stays out."""
+    key = "AGE-SECRET-KEY-1REDTEAMREDTEAMREDTEAMREDTEAMREDTEAMREDTEAMREDTEAMRED"
+    programs = Programs.from_environment(
+        {"PATH": "/usr/bin", "SOPS_AGE_KEY": key, "GIT_CONFIG_VALUE_0": TOKEN}
+    )
+    command = Command(("sops", "-d", "x.yaml"), env={"SOPS_AGE_KEY": key})
+    shown = "\n".join(map(repr, (programs, SideOptions(programs=programs), command)))
+    assert key not in shown and TOKEN not in shown
+    assert programs.sops_keys == {"SOPS_AGE_KEY": key}, "still handed to sops"
