@@ -13,11 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import proc
 from reviewer.filedigests import differing, file_digests, reported
 from reviewer.gitdigests import tree_digests
-
-_ISOLATED = proc.Programs().git()
+from reviewer.proc import ISOLATED_GIT
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ class Changes:
 
 
 def changes_between(
-    base: Path, head: Path, *, ignored: Iterable[str] = (), env: Mapping[str, str] = _ISOLATED
+    base: Path, head: Path, *, ignored: Iterable[str] = (), env: Mapping[str, str] = ISOLATED_GIT
 ) -> Changes:
     """What differs between the checkouts, from git where it can tell (git sees `env`, the
     one that checked them out), else by hashing every file."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from reviewer import proc
 from reviewer.errors import CommandError, ReviewerError
+from reviewer.proc import ISOLATED_GIT
 
 # Fixed identity and dates so the synthetic merge commit never depends on the user's config.
 _MERGE_ENV = {
@@ -28,7 +29,6 @@ _MERGE_ENV = {
 }
 # git without the user's configuration, found on the system's default PATH; commands get
 # the edge's `Programs.git()` instead (HOME for safe.directory, GIT_CONFIG_* variables).
-_ISOLATED = proc.Programs().git()
 
 
 @dataclass(frozen=True)
@@ -54,18 +54,18 @@ class Sides:
 
 
 def git(
-    repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,), env: Mapping[str, str] = _ISOLATED
+    repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,), env: Mapping[str, str] = ISOLATED_GIT
 ) -> proc.Completed:
     """Run git in `repo` through the one subprocess chokepoint, seeing only `env`."""
     command = proc.Command(proc.argv("git", "-C", repo, *args), env=env, ok_codes=ok_codes)
     return proc.run(command)
 
 
-def _out(repo: Path, *args: str, env: Mapping[str, str] = _ISOLATED) -> str:
+def _out(repo: Path, *args: str, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     return git(repo, *args, env=env).stdout.decode().strip()
 
 
-def resolve(repo: Path, ref: str, *, env: Mapping[str, str] = _ISOLATED) -> str:
+def resolve(repo: Path, ref: str, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     """The commit SHA a ref names; a clear error when it names nothing."""
     try:
         return _out(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", env=env)
@@ -73,7 +73,7 @@ def resolve(repo: Path, ref: str, *, env: Mapping[str, str] = _ISOLATED) -> str:
         raise ReviewerError(f"git ref '{ref}' does not name a commit in {repo}") from None
 
 
-def toplevel(repo: Path, *, env: Mapping[str, str] = _ISOLATED) -> Path:
+def toplevel(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> Path:
     """The root of the git work tree containing `repo`."""
     try:
         return Path(_out(repo, "rev-parse", "--show-toplevel", env=env))
@@ -96,12 +96,12 @@ def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
     return directory
 
 
-def default_base(repo: Path, *, env: Mapping[str, str] = _ISOLATED) -> str:
+def default_base(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     """Merge base of HEAD with the upstream default branch (origin/HEAD, upstream, main, master)."""
     return _out(repo, "merge-base", "HEAD", default_upstream(repo, env=env), env=env)
 
 
-def default_upstream(repo: Path, *, env: Mapping[str, str] = _ISOLATED) -> str:
+def default_upstream(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     """The upstream default branch a diff without --base compares with."""
     for candidate in _upstream_candidates(repo, env):
         found = git(
@@ -127,7 +127,7 @@ def _upstream_candidates(repo: Path, env: Mapping[str, str]) -> list[str]:
 
 
 @contextmanager
-def worktree(repo: Path, sha: str, *, env: Mapping[str, str] = _ISOLATED) -> Iterator[Path]:
+def worktree(repo: Path, sha: str, *, env: Mapping[str, str] = ISOLATED_GIT) -> Iterator[Path]:
     """A temporary detached worktree at `sha`, removed afterwards whatever happens."""
     parent = Path(tempfile.mkdtemp(prefix="reviewer-side-"))
     path = parent / "tree"
@@ -141,7 +141,7 @@ def worktree(repo: Path, sha: str, *, env: Mapping[str, str] = _ISOLATED) -> Ite
 
 
 def merge_commit(
-    repo: Path, base: str, head: str, *, env: Mapping[str, str] = _ISOLATED
+    repo: Path, base: str, head: str, *, env: Mapping[str, str] = ISOLATED_GIT
 ) -> str | None:
     """`head` merged into `base`, as GitHub's merge ref holds it; None on conflicts."""
     merged = git(repo, "merge-tree", "--write-tree", base, head, ok_codes=(0, 1), env=env)
@@ -162,7 +162,7 @@ def git_sides(
     base: str | None,
     head: str | None,
     merge: bool,
-    env: Mapping[str, str] = _ISOLATED,
+    env: Mapping[str, str] = ISOLATED_GIT,
 ) -> Iterator[Sides]:
     """Check out base and head (or the merge result) for the duration of the block."""
     top = toplevel(repo, env=env)
@@ -191,7 +191,7 @@ def _head_side(
     return Side("head", stack.enter_context(worktree(top, sha, env=env)) / inner, head, sha)
 
 
-def ignored_paths(root: Path, *, env: Mapping[str, str] = _ISOLATED) -> tuple[str, ...]:
+def ignored_paths(root: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> tuple[str, ...]:
     """Untracked files and directories under `root` that .gitignore (or info/exclude) hides."""
     listed = git(
         root,

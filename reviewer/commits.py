@@ -15,7 +15,7 @@ from pathlib import Path
 from reviewer.checkout import Side, Sides, git, merge_commit, resolve, worktree
 from reviewer.errors import ReviewerError
 from reviewer.markdown import Trusted
-from reviewer.proc import Programs
+from reviewer.proc import ISOLATED_GIT
 
 
 @dataclass(frozen=True)
@@ -28,16 +28,13 @@ class Commits:
     fallback: bool = False
 
 
-_ISOLATED = Programs().git()
-
-
 def pick_commits(
     top: Path,
     *,
     head: str,
     bases: tuple[str, ...],
     pr_head: str | None,
-    env: Mapping[str, str] = _ISOLATED,
+    env: Mapping[str, str] = ISOLATED_GIT,
 ) -> Commits:
     """Target and merge commits: GitHub's merge commit at `head`, else a merge made here.
 
@@ -113,7 +110,7 @@ def pr_sides(
     *,
     number: int | None,
     base_label: str,
-    env: Mapping[str, str] = _ISOLATED,
+    env: Mapping[str, str] = ISOLATED_GIT,
 ) -> Iterator[Sides]:
     """Worktrees of the target and merge commits for the duration of the block."""
     pull = f"#{number}" if number else "the pull request"

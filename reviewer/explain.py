@@ -22,6 +22,7 @@ from reviewer.chartkeys import ChartText, unread
 from reviewer.diff.result import ReleaseStatus, SnapshotDiff
 from reviewer.model import ReleaseId
 from reviewer.plan import ReleasePlan
+from reviewer.proc import ISOLATED_GIT
 from reviewer.semantic import ChangeKind, PathChange, format_path, semantic_diff
 from reviewer.values import ATLAS, Layer
 
@@ -216,12 +217,18 @@ def values_diff(
 # --- blast radius ------------------------------------------------------------------------------
 
 
-def changed_files(base: Path, head: Path, *, ignored: Iterable[str] = ()) -> list[str]:
+def changed_files(
+    base: Path,
+    head: Path,
+    *,
+    ignored: Iterable[str] = (),
+    env: Mapping[str, str] = ISOLATED_GIT,
+) -> list[str]:
     """Repository-relative files added, removed or modified between two checkouts.
 
     `ignored`: paths git ignores in the head checkout (directories end in `/`), left out.
     """
-    return list(changes_between(base, head, ignored=ignored).reported)
+    return list(changes_between(base, head, ignored=ignored, env=env).reported)
 
 
 def _reads(plan: ReleasePlan, file: str) -> bool:

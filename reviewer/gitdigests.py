@@ -18,12 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviewer import proc
 from reviewer.checkout import git
 from reviewer.errors import CommandError
 from reviewer.filedigests import ContentId, digest_of
+from reviewer.proc import ISOLATED_GIT
 
-_ISOLATED = proc.Programs().git()
 _ATTRIBUTES = ".gitattributes"
 # Attributes that make a checked-out file's bytes differ from its blob (or may).
 _CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
@@ -57,7 +56,7 @@ class _Index:
         return self.checked.keys() | self.unchecked
 
 
-def tree_digests(root: Path, *, env: Mapping[str, str] = _ISOLATED) -> TreeDigests | None:
+def tree_digests(root: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> TreeDigests | None:
     """The root's file digests from git; None where git cannot vouch for them (not a work
     tree, submodules or nested repositories, line endings converted by configuration, a
     path git could not check)."""

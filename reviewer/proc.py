@@ -211,3 +211,7 @@ def feed(argv_: Sequence[str], text: str) -> bool:
         pass
     process.wait()
     return True
+
+
+ISOLATED_GIT = Programs().git()
+"""git's environment when the edge hands none down: no user or system configuration."""

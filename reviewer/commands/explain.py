@@ -4,7 +4,7 @@ came from (every source kind: object sets have files, not values)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -149,7 +149,7 @@ def explain(
             )
         console = console.guarded(found.guard.check)
         console.info(f"{found.id}: an object set built by its source (no Helm values)")
-        _files(args.repo, found.inputs, since, console)
+        _files(args.repo, found.inputs, since, console, git=args.programs.git())
         return ExitStatus.OK
     console = console.guarded(found.guard.check)
     layer = found.twin.labels.get(LAYER_LABEL)
@@ -162,7 +162,7 @@ def explain(
             hint=path_hint,
         )
     if not path or since is not None:
-        _files(args.repo, found.twin.inputs, since, console)
+        _files(args.repo, found.twin.inputs, since, console, git=args.programs.git())
     return ExitStatus.OK
 
 
@@ -188,14 +188,22 @@ def _values(repo: Path, located: Located, path: str | None, console: Console) ->
     return shown
 
 
-def _files(repo: Path, inputs: frozenset[str], since: str | None, console: Console) -> None:
-    """The repository files a release is built from and, with `since`, those changed since."""
+def _files(
+    repo: Path,
+    inputs: frozenset[str],
+    since: str | None,
+    console: Console,
+    *,
+    git: Mapping[str, str],
+) -> None:
+    """The repository files a release is built from and, with `since`, those changed since
+    (git sees `git`, the environment the edge gives it)."""
     console.write(f"built from ({len(inputs)}):\n")
     for file in sorted(inputs):
         console.write(f"  {file}\n")
     if since is None:
         return
-    affecting = affected_by(changed_since(repo, since), inputs)
+    affecting = affected_by(changed_since(repo, since, env=git), inputs)
     if not affecting:
         console.write(f"changed since {since}: none of its files\n")
         return
@@ -204,10 +212,10 @@ def _files(repo: Path, inputs: frozenset[str], since: str | None, console: Conso
         console.write(f"  {file}\n")
 
 
-def changed_since(repo: Path, ref: str) -> list[str]:
+def changed_since(repo: Path, ref: str, *, env: Mapping[str, str]) -> list[str]:
     """Files of the working tree at `repo` that differ from git ref `ref` (ignored ones not)."""
-    with checkout.git_sides(repo, base=ref, head=None, merge=False) as sides:
-        return changed_files(sides.base.root, sides.head.root, ignored=sides.head.ignored)
+    with checkout.git_sides(repo, base=ref, head=None, merge=False, env=env) as sides:
+        return changed_files(sides.base.root, sides.head.root, ignored=sides.head.ignored, env=env)
 
 
 def _chart_defaults(repo: Path, plan: ReleasePlan) -> dict[str, Any] | None:
