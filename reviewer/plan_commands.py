@@ -11,21 +11,13 @@ from reviewer.postrender import Patches
 from reviewer.templates import ReleaseSpec
 
 
-def render_command(display_root: str, cluster: str, deployment: str) -> str:
-    """A command that renders just this deployment locally."""
-    return shlex.join(
-        [
-            "reviewer",
-            "render",
-            display_root,
-            "--cluster",
-            cluster,
-            "--deployment",
-            deployment,
-            "--out",
-            "/tmp/reviewer-render",
-        ]
-    )
+def render_command(display_root: str, cluster: str, deployment: str | None = None) -> str:
+    """A command that renders just this deployment (or, without one, this cluster or
+    source) locally."""
+    argv = ["reviewer", "render", display_root, "--cluster", cluster]
+    if deployment is not None:
+        argv += ["--deployment", deployment]
+    return shlex.join([*argv, "--out", "/tmp/reviewer-render"])
 
 
 def helm_command(

@@ -12,7 +12,6 @@ redacted, so the redaction map pairs each secret with its stand-in.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from reviewer.helmreleases.objects import HelmRelease, ObjectRef, ValuesReferenc
 from reviewer.helmreleases.source_objects import secret_data
 from reviewer.model import ReleaseId
 from reviewer.plan import Plan, PlanError, ReleasePlan
+from reviewer.plan_commands import render_command
 from reviewer.sops import SopsDecoder
 from reviewer.values import Layer, SecretsLoader
 
@@ -80,14 +80,26 @@ def plan_helmreleases(inputs: FluxInputs) -> Plan:
         )
     except ReviewerError as error:
         return Plan(
-            errors=(PlanError(inputs.source, "*", None, error.render(), _reproduce(inputs)),)
+            errors=(
+                PlanError(
+                    inputs.source,
+                    "*",
+                    None,
+                    error.render(),
+                    render_command(inputs.display_root, inputs.source),
+                ),
+            )
         )
     releases: list[ReleasePlan] = []
     errors: list[PlanError] = []
     for problem in catalog.errors:
         errors.append(
             PlanError(
-                inputs.source, problem.file or "*", None, problem.render(), _reproduce(inputs)
+                inputs.source,
+                problem.file or "*",
+                None,
+                problem.render(),
+                render_command(inputs.display_root, inputs.source),
             )
         )
     for release in sorted(catalog.releases, key=lambda r: (r.namespace, r.name)):
@@ -102,7 +114,7 @@ def plan_helmreleases(inputs: FluxInputs) -> Plan:
                     release.namespace,
                     release.name,
                     error.render(),
-                    _reproduce(inputs, release.namespace),
+                    render_command(inputs.display_root, inputs.source, release.namespace),
                 )
             )
     return Plan(releases=tuple(releases), errors=tuple(errors))
@@ -125,7 +137,7 @@ def _plan_release(release: HelmRelease, catalog: Catalog, inputs: FluxInputs) ->
         inputs=_repository_files(inputs, {release.file, *chart.files, *lookup.files}),
         skip_schema_validation=release.skip_schema_validation,
         template_file=release.file,
-        reproduce=_reproduce(inputs, release.namespace),
+        reproduce=render_command(inputs.display_root, inputs.source, release.namespace),
         helm_command=None,
         capabilities=capabilities_mod.DEFAULT,
         patches=postrender.patches(release),
@@ -190,10 +202,3 @@ class _Lookup:
 def _repository_files(inputs: FluxInputs, used: set[str]) -> frozenset[str]:
     """The files a release was built from; an origin of a built object as what it stands for."""
     return frozenset(file for origin in used for file in inputs.origins.get(origin, {origin}))
-
-
-def _reproduce(inputs: FluxInputs, namespace: str | None = None) -> str:
-    argv = ["reviewer", "render", inputs.display_root, "--cluster", inputs.source]
-    if namespace is not None:
-        argv += ["--deployment", namespace]
-    return shlex.join([*argv, "--out", "/tmp/reviewer-render"])

@@ -89,13 +89,8 @@ def _decoded(document: Mapping[str, Any], source: str, artifacts: Artifacts) -> 
         return Result(stand_in, error=error)
 
 
-def repository_lookup(root: Path, paths: Sequence[str]) -> fkv.ObjectLookup:
-    """ConfigMaps and Secrets in the YAML files below `paths`, for `substituteFrom`."""
-    return fkv.lookup_in(fkv.variable_objects(_documents_below(root, paths)))
-
-
 def variable_files(root: Path, paths: Sequence[str], kustomization: FluxKustomization) -> set[str]:
-    """The files of the ConfigMaps and Secrets its `substituteFrom` reads (as `repository_lookup`
+    """The files of the ConfigMaps and Secrets its `substituteFrom` reads (as the build
     finds them): inputs of what it builds."""
     post_build = kustomization.post_build or PostBuild()
     wanted = {(r.kind, kustomization.namespace, r.name) for r in post_build.substitute_from}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +29,7 @@ from reviewer.helmreleases import names
 from reviewer.helmreleases.catalog import Document, collect
 from reviewer.model import ReleaseId, RenderedRelease, Resource
 from reviewer.plan import PlanError
+from reviewer.plan_commands import render_command
 from reviewer.redact import MIN_SUBSTRING_LENGTH
 from reviewer.sops import KeylessMode, SopsDecoder, SopsError, SopsFailure, keyless_placeholders
 from reviewer.sources import flux_kustomization as fks
@@ -137,7 +137,7 @@ def _owned(result: fks.Result) -> tuple[str, ...]:
 
 
 def _object_set(rid: ReleaseId, result: fks.Result, display_root: str) -> RenderedRelease:
-    reproduce = _reproduce(rid.cluster, rid.deployment, display_root)
+    reproduce = render_command(display_root, rid.cluster, rid.deployment)
     if result.error is not None:
         return RenderedRelease(
             id=rid, namespace="", error=result.error.render(), reproduce=reproduce
@@ -169,7 +169,7 @@ def _stand_ins(
             release.namespace,
             names.release_name(release),
             message,
-            _reproduce(source, release.namespace, context.display_root),
+            render_command(context.display_root, source, release.namespace),
         )
         for release in catalog.releases
         if context.select.location(source, release.namespace)
@@ -214,11 +214,6 @@ def _replace(value: Any, pairs: Sequence[tuple[str, str]]) -> Any:
             if len(real) >= MIN_SUBSTRING_LENGTH:
                 value = value.replace(real, shown)
     return value
-
-
-def _reproduce(source: str, deployment: str, display_root: str) -> str:
-    argv = ["reviewer", "render", display_root, "--cluster", source, "--deployment", deployment]
-    return shlex.join([*argv, "--out", "/tmp/reviewer-render"])
 
 
 class _Decryptor:

@@ -13,7 +13,6 @@ include is an error for that release alone.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from reviewer.helmreleases import names, objects
 from reviewer.helmreleases.planner import FluxInputs, plan_helmreleases
 from reviewer.model import LAYER_LABEL, WHOLE_DEPLOYMENT
 from reviewer.plan import Plan, PlanError, ReleasePlan
+from reviewer.plan_commands import render_command
 from reviewer.sources import kraan
 from reviewer.sources.protocol import PlanContext, SourceEntry
 
@@ -56,7 +56,7 @@ class Kraan:
                 kubectl=kustomize.find_kubectl(context.programs.lookup()),
             )
         except ReviewerError as error:
-            reproduce = self._reproduce(context, None)
+            reproduce = render_command(context.display_root, self.name)
             failure = PlanError(self.name, WHOLE_DEPLOYMENT, None, error.render(), reproduce)
             return Plan(errors=(failure,))
         planned = plan_helmreleases(
@@ -96,14 +96,8 @@ class Kraan:
             duplicate.namespace,
             release,
             f"{duplicate.message()} ({kraan.DUPLICATE_HINT})",
-            self._reproduce(context, duplicate.namespace),
+            render_command(context.display_root, self.name, duplicate.namespace),
         )
-
-    def _reproduce(self, context: PlanContext, namespace: str | None) -> str:
-        argv = ["reviewer", "render", context.display_root, "--cluster", self.name]
-        if namespace is not None:
-            argv += ["--deployment", namespace]
-        return shlex.join([*argv, "--out", "/tmp/reviewer-render"])
 
 
 def _owners(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import shlex
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from reviewer import jail, kustomize, kustomize_check, yamlio
 from reviewer.errors import ConfigError, ReviewerError
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, Resource
 from reviewer.plan import Plan
+from reviewer.plan_commands import render_command
 from reviewer.redact import redact_tree, replacement_map
 from reviewer.sops import SopsDecoder, SopsError, SopsFailure, keyless_placeholders
 from reviewer.sources import bosh
@@ -137,7 +137,7 @@ def plan_tree(name: str, paths: Sequence[str], context: PlanContext) -> Plan:
                 id=ReleaseId(name, path, WHOLE_DEPLOYMENT),
                 namespace="",
                 error=error.render(),
-                reproduce=_reproduce(name, path, context.display_root),
+                reproduce=render_command(context.display_root, name, path),
             )
             objects.append(failure)
             continue
@@ -181,18 +181,13 @@ def _units(root: Path, directory: Path, top: Path) -> Iterator[_Unit]:
             yield _Unit(relative, child.name, child.relative_to(root).as_posix())
 
 
-def _reproduce(name: str, directory: str, display_root: str = ".") -> str:
-    argv = ["reviewer", "render", display_root, "--cluster", name, "--deployment", directory]
-    return shlex.join([*argv, "--out", "/tmp/reviewer-render"])
-
-
 def _build(
     name: str, unit: _Unit, context: PlanContext, replacements: dict[str, str]
 ) -> RenderedRelease:
     release = RenderedRelease(
         id=ReleaseId(name, unit.directory, unit.release),
         namespace="",
-        reproduce=_reproduce(name, unit.directory, context.display_root),
+        reproduce=render_command(context.display_root, name, unit.directory),
     )
     try:
         if unit.release == KUSTOMIZATION:
