@@ -26,7 +26,6 @@ from reviewer.sources.flux_kustomization_build import Built, build
 from reviewer.sources.flux_kustomization_sops import ObjectDecryptor
 from reviewer.sources.flux_kustomization_spec import (
     FluxKustomization,
-    PostBuild,
     decode,
     is_kustomization,
 )
@@ -65,12 +64,17 @@ def find_in_files(root: Path, paths: Sequence[str]) -> list[Result]:
     """The Flux Kustomizations in the YAML files below `paths` (charts and hidden dirs
     skipped); one that does not decode is a result with its error."""
     documents = _documents_below(root, paths)
-    artifacts = find_artifacts(documents)
-    found = []
-    for source, document in documents:
-        if is_kustomization(document):
-            found.append(_decoded(document, source, artifacts))
-    return found
+    return _kustomizations_in(documents, find_artifacts(documents))
+
+
+def _kustomizations_in(
+    documents: Sequence[tuple[str, dict[str, Any]]], artifacts: Artifacts
+) -> list[Result]:
+    return [
+        _decoded(document, source, artifacts)
+        for source, document in documents
+        if is_kustomization(document)
+    ]
 
 
 def _decoded(document: Mapping[str, Any], source: str, artifacts: Artifacts) -> Result:
@@ -89,18 +93,9 @@ def _decoded(document: Mapping[str, Any], source: str, artifacts: Artifacts) -> 
         return Result(stand_in, error=error)
 
 
-def variable_files(root: Path, paths: Sequence[str], kustomization: FluxKustomization) -> set[str]:
-    """The files of the ConfigMaps and Secrets its `substituteFrom` reads (as the build
-    finds them): inputs of what it builds."""
-    post_build = kustomization.post_build or PostBuild()
-    wanted = {(r.kind, kustomization.namespace, r.name) for r in post_build.substitute_from}
-    files: dict[tuple[str, str, str], str] = {}
-    for file, document in _documents_below(root, paths) if wanted else ():
-        metadata = document.get("metadata") or {}
-        key = (document.get("kind"), metadata.get("namespace") or "default", metadata.get("name"))
-        if document.get("apiVersion") == "v1" and key in wanted:
-            files.setdefault((str(key[0]), str(key[1]), str(key[2])), file)
-    return set(files.values())
+def variable_objects_below(root: Path, paths: Sequence[str]) -> fkv.VariableObjects:
+    """The ConfigMaps and Secrets below `paths` a `substituteFrom` may read, with their files."""
+    return fkv.variable_objects(_documents_below(root, paths))
 
 
 def build_all(
@@ -131,7 +126,7 @@ def build_all(
         kubectl=kubectl,
         timeout=timeout,
     )
-    in_files = _unique(find_in_files(root, paths))
+    in_files = _unique(_kustomizations_in(documents, artifacts))
     done: dict[tuple[str, str], Result] = {
         r.kustomization.identity: r for r in in_files if r.error is not None
     }

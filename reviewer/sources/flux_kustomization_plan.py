@@ -33,6 +33,7 @@ from reviewer.plan_commands import render_command
 from reviewer.redact import MIN_SUBSTRING_LENGTH
 from reviewer.sops import KeylessMode, SopsDecoder, SopsError, SopsFailure, keyless_placeholders
 from reviewer.sources import flux_kustomization as fks
+from reviewer.sources import flux_kustomization_vars as fkv
 from reviewer.sources.protocol import PlanContext
 
 KUSTOMIZATION = "kustomization"
@@ -73,10 +74,11 @@ def plan_kustomizations(
     objects: list[RenderedRelease] = []
     inputs: dict[ReleaseId, frozenset[str]] = {}
     errors: list[PlanError] = []
+    variables = fks.variable_objects_below(context.root, paths)
     for result in results:
         # What it read, or (failed before reading) the directory it would have built.
         files = frozenset({result.file, *(result.built.files or _owned(result))})
-        files |= fks.variable_files(context.root, paths, result.kustomization)
+        files |= fkv.substitute_from_files(result.kustomization, variables)
         origin = f"{_directory(result)} (built by Kustomization {_name(result)})"
         origins[origin] = files
         for document in result.built.objects:
