@@ -104,17 +104,14 @@ def plan_kustomizations(
 
 def _built(paths: Sequence[str], context: PlanContext) -> list[fks.Result]:
     decoder = context.decoder
+    decryptor = _Decryptor(decoder) if decoder is not None else None
     kubectl = kustomize.find_kubectl(context.programs.lookup())
-    if decoder is None:
-        return fks.build_all(
-            context.root, paths, timeout=context.kustomize_timeout, kubectl=kubectl
-        )
 
     def build() -> list[fks.Result]:
         return fks.build_all(
             context.root,
             paths,
-            decryptor=_Decryptor(decoder),
+            decryptor=decryptor,
             timeout=context.kustomize_timeout,
             kubectl=kubectl,
         )
