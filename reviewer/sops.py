@@ -20,7 +20,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -224,13 +224,31 @@ class SopsDecoder:
 
     def decode(self, path: Path, *, source: str) -> DecodedSecrets:
         """Decrypt, or fall back to placeholders when the mode allows it."""
+        return self._decoded(
+            lambda: self.decrypt(path, source=source), lambda: _read_text(path, source), source
+        )
+
+    def decode_object(self, document: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+        """A SOPS-encrypted object from a build output (`decrypt_object`), or with
+        placeholders for its encrypted values when the mode allows it."""
+        return self._decoded(
+            lambda: self.decrypt_object(document, source=source),
+            lambda: yamlio.dump(dict(document)),
+            source,
+        ).values
+
+    def _decoded(
+        self, decrypt: Callable[[], dict[str, Any]], text: Callable[[], str], source: str
+    ) -> DecodedSecrets:
+        """`decrypt()`, or typed placeholders of `text()` when there is no key and the
+        mode allows it (then `source` is named among the keyless sources)."""
         if self.keyless is not KeylessMode.ALWAYS:
             try:
-                return DecodedSecrets(self.decrypt(path, source=source), keyless=False)
+                return DecodedSecrets(decrypt(), keyless=False)
             except SopsError as error:
                 if self.keyless is KeylessMode.NEVER or error.failure is not SopsFailure.NO_KEY:
                     raise
-        values = keyless_placeholders(_read_text(path, source), source=source)
+        values = keyless_placeholders(text(), source=source)
         if source not in self.keyless_sources:
             self.keyless_sources.append(source)
         return DecodedSecrets(values, keyless=True)

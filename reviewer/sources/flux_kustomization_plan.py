@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reviewer import kustomize, yamlio
+from reviewer import kustomize
 from reviewer.errors import ReviewerError
 from reviewer.helmreleases import names
 from reviewer.helmreleases.catalog import Document, collect
@@ -31,7 +31,7 @@ from reviewer.model import ReleaseId, RenderedRelease, Resource
 from reviewer.plan import PlanError
 from reviewer.plan_commands import render_command
 from reviewer.redact import MIN_SUBSTRING_LENGTH
-from reviewer.sops import KeylessMode, SopsDecoder, SopsError, SopsFailure, keyless_placeholders
+from reviewer.sops import SopsDecoder
 from reviewer.sources import flux_kustomization as fks
 from reviewer.sources import flux_kustomization_vars as fkv
 from reviewer.sources.protocol import PlanContext
@@ -224,14 +224,4 @@ class _Decryptor:
 
     def decrypt_object(self, document: Mapping[str, Any], *, source: str) -> dict[str, Any]:
         """The object decrypted, or with placeholders for its encrypted values."""
-        if self.decoder.keyless is not KeylessMode.ALWAYS:
-            try:
-                return self.decoder.decrypt_object(document, source=source)
-            except SopsError as error:
-                if self.decoder.keyless is KeylessMode.NEVER:
-                    raise
-                if error.failure is not SopsFailure.NO_KEY:
-                    raise
-        if source not in self.decoder.keyless_sources:
-            self.decoder.keyless_sources.append(source)
-        return keyless_placeholders(yamlio.dump(dict(document)), source=source)
+        return self.decoder.decode_object(document, source=source)
