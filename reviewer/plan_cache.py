@@ -55,6 +55,9 @@ class SidePlans:
     hits: int = 0
     """Deployments whose plan was taken from the cache."""
     _directories: set[str] | None = field(default=None, repr=False)
+    _unstable_files: dict[str, bool] = field(default_factory=dict, repr=False)
+    """Whether each `.gotmpl` file calls an unstable function: every deployment of a fleet
+    reads the same template and hierarchy files, so each is scanned once."""
 
     def lookup(self, cluster: Cluster, deployment: DeploymentDir) -> tuple[ReleasePlan, ...] | None:
         """The deployment's stored releases when every file its plan read is unchanged."""
@@ -115,15 +118,20 @@ class SidePlans:
         return parent in self._directories
 
     def _unstable(self, paths: Iterable[str]) -> bool:
-        for path in paths:
-            if not path.endswith(".gotmpl") or path not in self.digests:
-                continue
+        return any(
+            path.endswith(".gotmpl") and path in self.digests and self._unstable_file(path)
+            for path in paths
+        )
+
+    def _unstable_file(self, path: str) -> bool:
+        found = self._unstable_files.get(path)
+        if found is None:
             try:
-                if calls_unstable(jail.read_text(self.root, path).encode()):
-                    return True
+                found = calls_unstable(jail.read_text(self.root, path).encode())
             except (ReviewerError, OSError):
-                return True
-        return False
+                found = True
+            self._unstable_files[path] = found
+        return found
 
 
 def _digest(*parts: str) -> str:
