@@ -133,8 +133,15 @@ class Sandbox:
         process = context.Process(
             target=_serve, args=(child, memory, self._engine, self._binary), daemon=True
         )
-        process.start()
+        # Counted before it starts: a finalizer closing another sandbox may run (garbage
+        # collection) while this one launches, and must not stop the resource tracker that
+        # the launching child already holds (that waits forever: a deadlock).
         _child_started()
+        try:
+            process.start()
+        except BaseException:
+            _child_stopped()
+            raise
         child.close()
         self._process, self._conn = process, parent
         return parent

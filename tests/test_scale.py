@@ -210,6 +210,39 @@ def test_a_parallel_diff_process_leaves_no_defunct_child(git_repo: GitRepo, tmp_
     assert _in_session(process.pid) == []
 
 
+_CLOSE_WHILE_STARTING = """
+import multiprocessing.util
+from reviewer.limits import Limits
+from reviewer.sandbox import Sandbox, Task
+
+if __name__ == "__main__":
+    first, second = Sandbox(Limits()), Sandbox(Limits())
+    first.start()
+    launch = multiprocessing.util.spawnv_passfds
+
+    def launch_then_close(*args):
+        pid = launch(*args)
+        first.close()  # what a garbage-collected renderer's finalizer may do just then
+        return pid
+
+    multiprocessing.util.spawnv_passfds = launch_then_close
+    print(second.run(Task("gotmpl", ("{{ .n }}", {"n": 7}))))
+    second.close()
+"""
+
+
+def test_closing_a_sandbox_while_another_starts_does_not_hang(tmp_path: Path) -> None:
+    """The last sandbox closing must not wait for the resource tracker that a child being
+    launched holds already: that child waits for its parent, which would wait forever."""
+    script = tmp_path / "close_while_starting.py"
+    script.write_text(_CLOSE_WHILE_STARTING, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "('ok', '7')"
+
+
 def _in_session(session: int) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for entry in Path("/proc").iterdir():
