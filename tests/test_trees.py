@@ -187,7 +187,9 @@ def test_a_failing_update_falls_back_and_removes_the_tree(repo: GitRepo, tmp_pat
 def test_only_the_most_recently_used_repositories_keep_trees(tmp_path: Path) -> None:
     root = tmp_path / "trees"
     trees = kept(root, [], keep=2)
-    repos = [GitRepo(tmp_path / f"r{n}").write("f", f"{n}\n") for n in range(4)]
+    repos = [GitRepo(tmp_path / f"r{n}") for n in range(4)]
+    for n, repo in enumerate(repos):
+        repo.write("f", f"{n}\n")
     shas = [repo.commit() for repo in repos]
     with trees.checkout(repos[0].root, shas[0], "base"):
         for repo, sha in zip(repos[1:], shas[1:], strict=True):
@@ -204,9 +206,11 @@ def test_head_and_merge_sides_get_their_own_trees(repo: GitRepo, tmp_path: Path)
     notes: list[str] = []
     trees = kept(tmp_path / "trees", notes)
     git(repo.root, "checkout", "--quiet", "-b", "feature")
-    repo.write("a.txt", "feature\n").commit("feature")
+    repo.write("a.txt", "feature\n")
+    repo.commit("feature")
     git(repo.root, "checkout", "--quiet", "main")
-    repo.write("dir/b.txt", "main moved\n").commit("main")
+    repo.write("dir/b.txt", "main moved\n")
+    repo.commit("main")
     for _ in range(2):
         with git_sides(
             repo.root, base="main", head="feature", merge=True, checkout=trees.checkout
