@@ -31,6 +31,16 @@ KEEP_REPOSITORIES = 4
 
 _COMPLETE = "complete"  # written after an update succeeded; a tree without it is rebuilt
 _LOCK = ".lock"
+# Whatever the repository's configuration says: stat every file (no file-system monitor's
+# word, no untracked cache) and check out every path (no sparse checkout).
+_WHOLE_TREE = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.sparseCheckout=false",
+)
 
 
 def default_trees_dir(environ: Mapping[str, str]) -> Path:
@@ -100,7 +110,8 @@ def _holding(repository: Path, role: str) -> Iterator[bool]:
 def _locked(path: Path, kind: int) -> Iterator[bool]:
     """flock `path` without waiting; False when another run holds it or it was removed
     (an eviction) between opening and locking."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Only the user reads the trees: a checkout may hold what a filter (git-crypt, LFS) wrote.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -143,7 +154,7 @@ def _update(slot: Path, common: Path, sha: str, env: Mapping[str, str], *, reuse
     (git_dir / "HEAD").write_text(f"{sha}\n")
     (tree / ".git").write_text(f"gitdir: {git_dir}\n")
     # Named explicitly, never discovered: a missing `.git` must not lead git to a parent's.
-    where = (f"--git-dir={git_dir}", f"--work-tree={tree}")
+    where = (f"--git-dir={git_dir}", f"--work-tree={tree}", *_WHOLE_TREE)
     git(tree, *where, "read-tree", "--reset", "-u", sha, env=env)
     git(tree, *where, "clean", "-ffdxq", env=env)
     (slot / _COMPLETE).write_text(f"{sha}\n")

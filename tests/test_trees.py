@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,6 +111,16 @@ def test_a_kept_tree_is_restored_to_exactly_the_commit(repo: GitRepo, tmp_path: 
         assert not os.access(tree / "dir/b.txt", os.X_OK)
     assert notes == [f"base checkout: new tree {tree}", f"base checkout: reused tree {tree}"]
     assert user_state(repo.root) == before
+    assert stat.S_IMODE((tmp_path / "trees").stat().st_mode) == 0o700
+
+
+def test_a_sparse_user_checkout_still_gives_a_whole_tree(repo: GitRepo, tmp_path: Path) -> None:
+    git(repo.root, "sparse-checkout", "set", "--no-cone", "/dir/")
+    assert not (repo.root / "a.txt").exists()
+    sha = git(repo.root, "rev-parse", "HEAD")
+    for _ in range(2):
+        with kept(tmp_path / "trees", []).checkout(repo.root, sha, "base") as tree:
+            assert tree_files(tree) == committed_files(repo.root, sha)
 
 
 def test_a_kept_tree_follows_the_base_to_another_commit(repo: GitRepo, tmp_path: Path) -> None:
