@@ -74,12 +74,14 @@ class SideTrees:
             common = _common_dir(top, self.env)
             repository = self.root / _digest(common)
             held = stack.enter_context(_holding(repository, role))
+            if held:
+                evict(self.root, keep=self.keep, current=repository)
         except (CommandError, OSError):
-            held = False
+            self.note(f"{role} checkout: temporary worktree (cannot keep trees in {self.root})")
+            return None
         if not held:
             self.note(f"{role} checkout: temporary worktree (the kept tree is in use)")
             return None
-        evict(self.root, keep=self.keep, current=repository)
         return self._updated(repository / role, common, sha, role)
 
     def _updated(self, slot: Path, common: Path, sha: str, role: str) -> Path | None:

@@ -195,6 +195,18 @@ def test_a_failing_update_falls_back_and_removes_the_tree(repo: GitRepo, tmp_pat
     assert notes[-1] == f"base checkout: new tree {tree}"
 
 
+def test_an_unusable_trees_directory_gives_a_temporary_worktree(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    notes: list[str] = []
+    (tmp_path / "trees").write_text("a file where the directory should be\n")
+    sha = git(repo.root, "rev-parse", "HEAD")
+    with kept(tmp_path / "trees", notes).checkout(repo.root, sha, "base") as tree:
+        assert tree_files(tree) == committed_files(repo.root, sha)
+    assert notes == [f"base checkout: temporary worktree (cannot keep trees in {tmp_path}/trees)"]
+    assert git(repo.root, "worktree", "list").count("\n") == 0
+
+
 def test_only_the_most_recently_used_repositories_keep_trees(tmp_path: Path) -> None:
     root = tmp_path / "trees"
     trees = kept(root, [], keep=2)
