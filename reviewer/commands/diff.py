@@ -102,12 +102,15 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
     else:
         repo = fleet_root(args.repo, markers(args.options.config_file, args.definitions))
         git_env = args.options.programs.git()
-        checkout = _kept_trees(args.side_trees, git_env, console)
+        checkouts: list[str] = []  # said after the render, like the caches' counts
+        checkout = _kept_trees(args.side_trees, git_env, checkouts.append)
         with git_sides(
             repo, base=args.base, head=args.head, merge=args.merge, env=git_env, checkout=checkout
         ) as sides:
             _note_new_settings(sides, args.options.config_file, console)
             pair, guard = _render(sides, args, console)
+        for line in checkouts:
+            console.info(line)
     console = console.guarded(guard.check)
     if args.save is not None:
         shard = args.options.selection.shard or Shard(1, 1)
@@ -116,8 +119,10 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
     return finish(pair, args.report, console)
 
 
-def _kept_trees(root: Path | None, env: dict[str, str], console: Console) -> Checkout | None:
-    return None if root is None else SideTrees(root, env, console.info).checkout
+def _kept_trees(
+    root: Path | None, env: dict[str, str], note: Callable[[str], None]
+) -> Checkout | None:
+    return None if root is None else SideTrees(root, env, note).checkout
 
 
 def _note_new_settings(sides: Sides, config_file: str, console: Console) -> None:
