@@ -20,7 +20,7 @@ from manifests_repo import write_manifests
 from reviewer.checkout import git_sides
 from reviewer.errors import ExitStatus
 from reviewer.gitdigests import tree_digests
-from reviewer.trees import SideTrees, default_trees_dir
+from reviewer.trees import SideTrees, TreesUsage, clear, default_trees_dir, usage
 
 APP = "apps: [{template: app}]\n"
 
@@ -223,6 +223,17 @@ def test_only_the_most_recently_used_repositories_keep_trees(tmp_path: Path) -> 
     with trees.checkout(repos[3].root, shas[3], "base"):
         pass
     assert len([path for path in root.iterdir() if path.is_dir()]) == 2
+
+
+def test_clearing_leaves_the_trees_a_run_is_using(repo: GitRepo, tmp_path: Path) -> None:
+    root = tmp_path / "trees"
+    sha = git(repo.root, "rev-parse", "HEAD")
+    with kept(root, []).checkout(repo.root, sha, "base") as tree:
+        assert clear(root) == 1
+        assert tree_files(tree) == committed_files(repo.root, sha)
+        assert usage(root).repositories == 1
+    assert clear(root) == 0
+    assert usage(root) == TreesUsage(0, 0)
 
 
 def test_head_and_merge_sides_get_their_own_trees(repo: GitRepo, tmp_path: Path) -> None:
