@@ -644,18 +644,17 @@ def cache_command(edge: Edge, render_cache: str | None, clear: bool) -> None:
     edge.console.write(f"{root}: {usage.entries} entries, {usage.size / 2**20:.1f} MiB\n")
     plans = RenderStore(plans_dir(root), max_bytes=0).usage()
     edge.console.write(f"plans: {plans.entries} entries, {plans.size / 2**20:.1f} MiB\n")
-    trees_command(edge, clear)
+    _trees_line(edge, clear)
 
 
-def trees_command(edge: Edge, clear: bool) -> None:
-    """The kept side trees' line of `reviewer cache` (docs/cache.md); --clear removes them."""
+def _trees_line(edge: Edge, clear: bool) -> None:
+    """The kept side trees (docs/cache.md); --clear removes those no run is using."""
     root = default_trees_dir(edge.env)
     busy = trees.clear(root) if clear else 0
     kept = trees.usage(root)
+    count = f"{kept.repositories} {'repository' if kept.repositories == 1 else 'repositories'}"
     in_use = f" ({busy} in use by another run, kept)" if busy else ""
-    edge.console.write(
-        f"trees: {root}: {kept.repositories} repositories, {kept.size / 2**20:.1f} MiB{in_use}\n"
-    )
+    edge.console.write(f"trees: {root}: {count}, {kept.size / 2**20:.1f} MiB{in_use}\n")
 
 
 @cli.command("values")

@@ -399,7 +399,7 @@ def test_cache_prints_and_clears_the_kept_trees(
     assert f"trees: {trees}: 0 repositories, 0.0 MiB\n" in out
     diff(fleet, capsys)
     code, out, _ = run_cli(["cache"], capsys)
-    assert f"trees: {trees}: 1 repositories, " in out
+    assert f"trees: {trees}: 1 repository, " in out
     code, out, _ = run_cli(["cache", "--clear"], capsys)
     assert code == 0
     assert f"trees: {trees}: 0 repositories, 0.0 MiB\n" in out
