@@ -1,16 +1,17 @@
 """Sides from git: the checkouts a diff compares (base, head, or the merge result).
 
 Commits are checked out into temporary worktrees that are removed on every exit
-path, Ctrl-C included. The merge result is computed with `git merge-tree`, so
-the user's working tree and index are never touched.
+path, Ctrl-C included, or into kept trees when the caller passes them (reviewer/trees.py).
+The merge result is computed with `git merge-tree`, so the user's working tree and index
+are never touched.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,11 @@ _MERGE_ENV = {
 }
 # git without the user's configuration, found on the system's default PATH; commands get
 # the edge's `Programs.git()` instead (HOME for safe.directory, GIT_CONFIG_* variables).
+
+
+Checkout = Callable[[Path, str, str], AbstractContextManager[Path]]
+"""(repository top, commit, role) -> a tree holding that commit for the block: a temporary
+worktree by default, a kept tree (reviewer/trees.py) when the caller passes one."""
 
 
 @dataclass(frozen=True)
@@ -163,32 +169,41 @@ def git_sides(
     head: str | None,
     merge: bool,
     env: Mapping[str, str] = ISOLATED_GIT,
+    checkout: Checkout | None = None,
 ) -> Iterator[Sides]:
     """Check out base and head (or the merge result) for the duration of the block."""
+    check_out = checkout or (lambda top, sha, _role: worktree(top, sha, env=env))
     top = toplevel(repo, env=env)
     inner = repo.resolve().relative_to(top.resolve())
     base_ref = base or f"merge base with {default_upstream(top, env=env)}"
     base_sha = resolve(top, base, env=env) if base else default_base(top, env=env)
     warnings: list[str] = []
     with ExitStack() as stack:
-        base_root = stack.enter_context(worktree(top, base_sha, env=env))
-        head_side = _head_side(stack, top, inner, head, env)
+        base_root = stack.enter_context(check_out(top, base_sha, "base"))
+        head_side = _head_side(stack, top, inner, head, env, check_out)
         if merge:
-            head_side, warning = _merged_side(stack, top, inner, base_sha, head_side, env)
+            head_side, warning = _merged_side(
+                stack, top, inner, base_sha, head_side, env, check_out
+            )
             warnings += [warning] if warning else []
         base_side = Side("base", base_root / inner, base_ref, base_sha)
         yield Sides(base=base_side, head=head_side, warnings=tuple(warnings))
 
 
 def _head_side(
-    stack: ExitStack, top: Path, inner: Path, head: str | None, env: Mapping[str, str]
+    stack: ExitStack,
+    top: Path,
+    inner: Path,
+    head: str | None,
+    env: Mapping[str, str],
+    check_out: Checkout,
 ) -> Side:
     if head is None:
         root = top / inner
         branch = _branch(top, env)
         return Side("head", root, "working tree", None, branch, ignored_paths(root, env=env))
     sha = resolve(top, head, env=env)
-    return Side("head", stack.enter_context(worktree(top, sha, env=env)) / inner, head, sha)
+    return Side("head", stack.enter_context(check_out(top, sha, "head")) / inner, head, sha)
 
 
 def ignored_paths(root: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> tuple[str, ...]:
@@ -212,7 +227,13 @@ def _branch(top: Path, env: Mapping[str, str]) -> str | None:
 
 
 def _merged_side(
-    stack: ExitStack, top: Path, inner: Path, base_sha: str, head: Side, env: Mapping[str, str]
+    stack: ExitStack,
+    top: Path,
+    inner: Path,
+    base_sha: str,
+    head: Side,
+    env: Mapping[str, str],
+    check_out: Checkout,
 ) -> tuple[Side, str | None]:
     head_sha = head.sha or resolve(top, "HEAD", env=env)
     merged = merge_commit(top, base_sha, head_sha, env=env)
@@ -222,7 +243,7 @@ def _merged_side(
             "instead of the merge result"
         )
         return head, warning
-    root = stack.enter_context(worktree(top, merged, env=env)) / inner
+    root = stack.enter_context(check_out(top, merged, "merge")) / inner
     return Side("head", root, f"merge of {head.ref} into base", merged), None
 
 

@@ -21,7 +21,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import click
 
-from reviewer import __version__
+from reviewer import __version__, trees
 from reviewer.charts import Credentials, default_cache_dir
 from reviewer.commands import diff as diff_cmd
 from reviewer.commands import explain as explain_cmd
@@ -45,6 +45,7 @@ from reviewer.render_cache import (
 from reviewer.side import Selection, Shard, SideOptions
 from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling
+from reviewer.trees import default_trees_dir
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -520,6 +521,7 @@ def diff(
         save=Path(save) if save else None,
         marker_key=edge.marker_key(),
         fast_path=not no_fast_path,
+        side_trees=default_trees_dir(edge.env) if flags.tooling.render_cache else None,
     )
     sys.exit(diff_cmd.run(args, edge.console))
 
@@ -628,7 +630,9 @@ def explain(edge: Edge, given: _Explained) -> None:
     type=click.Path(file_okay=False),
     help="The render cache [default: the user's cache directory].",
 )
-@click.option("--clear", is_flag=True, help="Remove every entry of the render cache.")
+@click.option(
+    "--clear", is_flag=True, help="Remove every entry of the render cache, and the kept trees."
+)
 @_EDGE
 def cache_command(edge: Edge, render_cache: str | None, clear: bool) -> None:
     """Where the render cache is and what it holds; --clear empties it (docs/cache.md)."""
@@ -640,6 +644,17 @@ def cache_command(edge: Edge, render_cache: str | None, clear: bool) -> None:
     edge.console.write(f"{root}: {usage.entries} entries, {usage.size / 2**20:.1f} MiB\n")
     plans = RenderStore(plans_dir(root), max_bytes=0).usage()
     edge.console.write(f"plans: {plans.entries} entries, {plans.size / 2**20:.1f} MiB\n")
+    _trees_line(edge, clear)
+
+
+def _trees_line(edge: Edge, clear: bool) -> None:
+    """The kept side trees (docs/cache.md); --clear removes those no run is using."""
+    root = default_trees_dir(edge.env)
+    busy = trees.clear(root) if clear else 0
+    kept = trees.usage(root)
+    count = f"{kept.repositories} {'repository' if kept.repositories == 1 else 'repositories'}"
+    in_use = f" ({busy} in use by another run, kept)" if busy else ""
+    edge.console.write(f"trees: {root}: {count}, {kept.size / 2**20:.1f} MiB{in_use}\n")
 
 
 @cli.command("values")

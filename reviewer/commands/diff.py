@@ -14,7 +14,7 @@ from reviewer import report, report_json, report_markdown, report_text
 from reviewer.bundle import RenderedPair
 from reviewer.changes import changes_between
 from reviewer.chartkeys import local_chart_text
-from reviewer.checkout import Sides, directory_sides, fleet_root, git_sides
+from reviewer.checkout import Checkout, Sides, directory_sides, fleet_root, git_sides
 from reviewer.commands import snapshots
 from reviewer.console import Console, progress_bar
 from reviewer.diff.compare import diff_snapshots
@@ -31,6 +31,7 @@ from reviewer.shards import save_diff_shard
 from reviewer.side import ProgressBar, Shard, SideOptions
 from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling
+from reviewer.trees import SideTrees
 
 FORMATS = ("text", "markdown", "json")
 
@@ -72,6 +73,9 @@ class DiffArgs:
     """Secret-marker key shared by a CI run's jobs (`marker_keys`); None: random."""
     fast_path: bool = True
     """Reuse on the head side what the change leaves alone (`--no-fast-path`: off)."""
+    side_trees: Path | None = None
+    """Where commit sides are kept checked out between runs (reviewer/trees.py); None:
+    a temporary worktree per side."""
 
     @property
     def request(self) -> SideRequest:
@@ -98,17 +102,27 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
     else:
         repo = fleet_root(args.repo, markers(args.options.config_file, args.definitions))
         git_env = args.options.programs.git()
+        checkouts: list[str] = []  # said after the render, like the caches' counts
+        checkout = _kept_trees(args.side_trees, git_env, checkouts.append)
         with git_sides(
-            repo, base=args.base, head=args.head, merge=args.merge, env=git_env
+            repo, base=args.base, head=args.head, merge=args.merge, env=git_env, checkout=checkout
         ) as sides:
             _note_new_settings(sides, args.options.config_file, console)
             pair, guard = _render(sides, args, console)
+        for line in checkouts:
+            console.info(line)
     console = console.guarded(guard.check)
     if args.save is not None:
         shard = args.options.selection.shard or Shard(1, 1)
         save_diff_shard(args.save, pair, shard, guard=console.check)
         console.info(f"rendered sides saved to {args.save}")
     return finish(pair, args.report, console)
+
+
+def _kept_trees(
+    root: Path | None, env: dict[str, str], note: Callable[[str], None]
+) -> Checkout | None:
+    return None if root is None else SideTrees(root, env, note).checkout
 
 
 def _note_new_settings(sides: Sides, config_file: str, console: Console) -> None:
