@@ -19,8 +19,9 @@ import json
 import marshal
 import re
 import tarfile
+import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,10 @@ def _archive(text: str) -> bytes:
         files = [(_PARTIAL, text.encode()), (_TEMPLATE, _INCLUDE_PARTIAL)]
     else:
         files = [(_TEMPLATE, f"{_OPEN_CONTEXT}{text}{_CLOSE_CONTEXT}".encode())]
+    return _tar(files)
+
+
+def _tar(files: Sequence[tuple[str, bytes]]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in (("Chart.yaml", _CHART_YAML), *files):
@@ -85,6 +90,10 @@ def _archive(text: str) -> bytes:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+Charts = dict[str | tuple[int, str], helm_python.Chart]
+"""The sandbox child's throwaway charts: by text, and by (copies, text) for batches."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,10 @@ class TemplateRenderer:
         # Helm's answer per (text, context) digest: ("ok", output) or ("error", message).
         self._cache: dict[str, tuple[str, str]] = {}
         self._sandbox = Sandbox(limits or Limits())
+        # Renders asked for by planning threads at the same time share one round trip.
+        self._waiting: list[_Waiting] = []
+        self._waiting_lock = threading.Lock()
+        self._turn = threading.Lock()
         weakref.finalize(self, self._sandbox.close)
 
     def render(
@@ -142,42 +155,91 @@ class TemplateRenderer:
     def prefetch(self, requests: Iterable[TemplateRequest]) -> None:
         """Render `requests` ahead, many per round trip to the child, for later `render` calls.
 
-        Only answers are kept: a batch that crosses a limit is dropped, and each of its
+        Only answers are kept: a round trip that crosses a limit is dropped, and each of its
         templates is rendered alone when asked for, so errors name the right file.
         """
-        pending: dict[str, TemplateRequest] = {}
+        pending: dict[str, _Waiting] = {}
         for request in requests:
             if "{{" not in request.text:
                 continue
             key = _key(request.text, request.values, request.release)
-            if key not in self._cache:
-                pending[key] = request
-        keys = list(pending)
-        for start in range(0, len(keys), _BATCH):
-            self._render_batch({key: pending[key] for key in keys[start : start + _BATCH]})
+            if key not in self._cache and key not in pending:
+                context = context_of(request.values, request.release)
+                pending[key] = _Waiting((request.text, context), forecast=True)
+        if len(pending) < 2:
+            return  # one render gains nothing from going ahead of its turn
+        self._wait_for(list(pending.values()))
+        for key, waiting in pending.items():
+            if waiting.answer is not None:
+                self._cache[key] = waiting.answer
 
     def close(self) -> None:
         """Stop the sandbox child."""
         self._sandbox.close()
 
     def _render(self, text: str, *, values: dict[str, Any], source: str) -> tuple[str, str]:
-        try:
-            answer: tuple[str, str] = self._sandbox.run(Task("gotmpl", (text, values)))
-        except LimitExceeded as error:
-            raise ConfigError(source, error.message) from None
-        return answer
+        waiting = _Waiting((text, values))
+        self._wait_for([waiting])
+        if waiting.limit is not None:
+            raise ConfigError(source, waiting.limit)
+        assert waiting.answer is not None
+        return waiting.answer
 
-    def _render_batch(self, batch: dict[str, TemplateRequest]) -> None:
-        if len(batch) < 2:
-            return  # one render gains nothing from going ahead of its turn
-        payload = [(r.text, context_of(r.values, r.release)) for r in batch.values()]
+    def _wait_for(self, mine: list[_Waiting]) -> None:
+        """Answer `mine`, together with whatever other planning threads wait for: one
+        thread at a time talks to the child and takes every render waiting then."""
+        with self._waiting_lock:
+            self._waiting += mine
+        with self._turn:
+            while not all(waiting.done for waiting in mine):
+                with self._waiting_lock:
+                    taken = self._waiting[:_BATCH]
+                    del self._waiting[:_BATCH]
+                self._answer(taken)
+
+    def _answer(self, taken: list[_Waiting]) -> None:
+        """One round trip for all; when it crosses a limit, each render (not forecast) alone,
+        so that a limit is reported for the template that crossed it."""
+        for waiting in taken:
+            waiting.done = True
+        if len(taken) > 1:
+            answers = self._run_batch([waiting.payload for waiting in taken])
+            if answers is not None:
+                for waiting, answer in zip(taken, answers, strict=True):
+                    waiting.answer = answer
+                return
+        for waiting in taken:
+            if waiting.forecast:
+                continue
+            try:
+                waiting.answer = self._sandbox.run(Task("gotmpl", waiting.payload))
+            except LimitExceeded as error:
+                waiting.limit = error.message
+
+    def _run_batch(self, payload: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]] | None:
+        """One answer per template in one round trip; None when the batch hit a limit."""
         try:
             answers = self._sandbox.run(Task("gotmpl-batch", payload))
         except LimitExceeded:
-            return
+            return None
         # Anything but one answer per template: the child gave up (out of memory).
-        if isinstance(answers, list) and len(answers) == len(batch):
-            self._cache.update(zip(batch, answers, strict=True))
+        if isinstance(answers, list) and len(answers) == len(payload):
+            return answers
+        return None
+
+
+@dataclass
+class _Waiting:
+    """A render waiting for its turn at the sandbox child, and what came back."""
+
+    payload: tuple[str, dict[str, Any]]
+    forecast: bool = False
+    """Asked for ahead by `prefetch`: no answer is fine, planning renders it again."""
+    done: bool = False
+    """Taken by a round trip (answered, stopped at a limit, or a forecast given up)."""
+    answer: tuple[str, str] | None = None
+    limit: str | None = None
+    """The limit message when the render was stopped."""
 
 
 def _key(text: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> str:
@@ -193,9 +255,7 @@ def _key(text: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> st
     return hashlib.sha256(len(data).to_bytes(8, "big") + data + payload).hexdigest()
 
 
-def render_template(
-    charts: dict[str, helm_python.Chart], text: str, values: dict[str, Any]
-) -> tuple[str, str]:
+def render_template(charts: Charts, text: str, values: dict[str, Any]) -> tuple[str, str]:
     """("ok", output) or ("error", Helm's message): runs in the sandbox child.
 
     `charts` keeps one throwaway chart per distinct template text: building and loading
@@ -216,6 +276,72 @@ def render_template(
     except helm_python.HelmError as exc:
         return "error", str(exc)
     return "ok", rendered.get(_INTERNAL_NAME, "")
+
+
+def render_batch(
+    charts: Charts, items: Sequence[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, str]]:
+    """`render_template` of every (text, context) item: runs in the sandbox child.
+
+    Items sharing a text that can be rendered side by side (`_shares_a_chart`) are rendered
+    by one call of Helm's engine, each copy of the text seeing its own context: every call
+    pays for building the function map and coalescing the values, which costs more than
+    rendering a small template. When that call fails, each item is rendered alone, so an
+    error is Helm's answer for that template exactly.
+    """
+    answers: list[tuple[str, str] | None] = [None] * len(items)
+    by_text: dict[str, list[int]] = {}
+    for index, (text, _) in enumerate(items):
+        by_text.setdefault(text, []).append(index)
+    for text, indexes in by_text.items():
+        if len(indexes) > 1 and _shares_a_chart(text):
+            together = _render_copies(charts, text, [items[index][1] for index in indexes])
+            if together is not None:
+                for index, answer in zip(indexes, together, strict=True):
+                    answers[index] = ("ok", answer)
+                continue
+        for index in indexes:
+            answers[index] = render_template(charts, text, items[index][1])
+    return [answer for answer in answers if answer is not None]
+
+
+# Copies of one text can share a chart only when nothing in it sees past its own context:
+# `$` is the chart's top level (every copy's contexts), and `define`d names would collide.
+_ROOT = re.compile(r"\$(?![\w])")
+
+
+def _shares_a_chart(text: str) -> bool:
+    return not _DEFINE.search(text) and not _ROOT.search(text)
+
+
+def _render_copies(
+    charts: Charts, text: str, contexts: Sequence[dict[str, Any]]
+) -> list[str] | None:
+    """Each context's render of `text` from one engine call; None when Helm fails."""
+    size = 1 << (len(contexts) - 1).bit_length()  # few distinct charts per text
+    key = (size, text)
+    try:
+        chart = charts.get(key)
+        if chart is None:
+            chart = helm_python.Chart.load_archive(_copies_archive(text, size))
+            charts[key] = chart
+        values = {f"c{index}": context for index, context in enumerate(contexts)}
+        rendered = chart.render(values=values, name=_CHART, namespace="default")
+    except helm_python.HelmError:
+        return None
+    return [rendered.get(f"{_CHART}/{_copy_name(index)}", "") for index in range(len(contexts))]
+
+
+def _copy_name(index: int) -> str:
+    return f"templates/copy-{index:04d}"
+
+
+def _copies_archive(text: str, size: int) -> bytes:
+    files = [
+        (_copy_name(index), f"{{{{ with .Values.c{index} }}}}{text}{_CLOSE_CONTEXT}".encode())
+        for index in range(size)
+    ]
+    return _tar(files)
 
 
 def context_of(values: Mapping[str, Any], release: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ rest of the fleet is still planned.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +117,12 @@ class Plan:
 
 Selector = Callable[[Cluster, DeploymentDir], bool]
 
+# Deployments are planned in threads. Python runs one at a time, but a deployment spends
+# much of its planning waiting for the template sandbox (another process), and renders that
+# several deployments wait for are sent together. What threads share are per-side memos
+# (file texts, listings, answers), filled idempotently; results keep the deployments' order.
+_THREADS = 8
+
 
 def _select_all(cluster: Cluster, deployment: DeploymentDir) -> bool:
     return True
@@ -136,14 +143,29 @@ class Planner:
 
     def plan(self, *, select: Selector = _select_all) -> Plan:
         """Resolve the selected deployments of every cluster."""
-        releases: list[ReleasePlan] = []
-        errors: list[PlanError] = []
         templates = templates_mod.find_templates(self.fleet.root, self.fleet.layout.templates)
-        for cluster in self.fleet.clusters:
-            for deployment in cluster.deployments:
-                if select(cluster, deployment):
-                    self._plan_deployment(releases, errors, cluster, deployment, templates)
-        return Plan(releases=tuple(releases), errors=tuple(errors))
+        chosen = [
+            (cluster, deployment)
+            for cluster in self.fleet.clusters
+            for deployment in cluster.deployments
+            if select(cluster, deployment)
+        ]
+
+        def one(pair: tuple[Cluster, DeploymentDir]) -> tuple[list[ReleasePlan], list[PlanError]]:
+            releases: list[ReleasePlan] = []
+            errors: list[PlanError] = []
+            self._plan_deployment(releases, errors, *pair, templates)
+            return releases, errors
+
+        pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="plan")
+        try:
+            results = list(pool.map(one, chosen))
+        finally:
+            pool.shutdown(cancel_futures=True)  # Ctrl-C or a bug: plan nothing more
+        return Plan(
+            releases=tuple(release for releases, _ in results for release in releases),
+            errors=tuple(error for _, errors in results for error in errors),
+        )
 
     def _plan_deployment(
         self,

@@ -158,7 +158,7 @@ def prepare_sides(
         rendered=tuple(rendered),
         redacted=_redact_all(rendered, redactor),
         redactor=redactor,
-        keyless=keyless_warning(decoder.keyless_sources),
+        keyless=keyless_warning(sorted(decoder.keyless_sources)),
         regeneration=regeneration,
         sources=registry.describe(sources, detected=not config.sources),
         stored_plans=sum(side.hits for side in rendering.stored if side is not None),

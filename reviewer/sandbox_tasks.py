@@ -8,12 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import helm_python
-
 from reviewer import postrender
 from reviewer.engine import HelmEngine, RenderRequest, make_engine
 from reviewer.errors import ReviewerError
-from reviewer.gotmpl import render_template
+from reviewer.gotmpl import Charts, render_batch, render_template
 from reviewer.sandbox import Task
 from reviewer.workers import Outcome, manifests
 
@@ -31,7 +29,7 @@ class Handler:
 
     def __init__(self, engine: str, binary: str | None) -> None:
         self._engine: HelmEngine = make_engine(engine, binary=Path(binary) if binary else None)
-        self._templates: dict[str, helm_python.Chart] = {}
+        self._templates: Charts = {}
 
     def handle(self, task: Task) -> Any:
         """Run one task; every failure comes back as a value, never as a dead child."""
@@ -40,7 +38,7 @@ class Handler:
                 request, output_mib = task.payload
                 return self._render(request, output_mib)
             if task.kind == "gotmpl-batch":
-                return [render_template(self._templates, t, v) for t, v in task.payload]
+                return render_batch(self._templates, task.payload)
             text, values = task.payload
             return render_template(self._templates, text, values)
         except MemoryError:

@@ -20,6 +20,7 @@ import re
 import shlex
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -217,6 +218,9 @@ class SopsDecoder:
         self._plain: dict[str, dict[str, Any]] = {}
         self._failed: dict[str, tuple[SopsFailure, str]] = {}
         self.keyless_sources: list[str] = []
+        """Files given placeholders for want of a key, in the order met (planning threads
+        meet them in any order: sort them before showing them)."""
+        self._keyless_lock = threading.Lock()
 
     def load(self, path: Path, *, source: str) -> dict[str, Any]:
         """The values of the SOPS file at `path`, per the keyless mode."""
@@ -249,8 +253,9 @@ class SopsDecoder:
                 if self.keyless is KeylessMode.NEVER or error.failure is not SopsFailure.NO_KEY:
                     raise
         values = keyless_placeholders(text(), source=source)
-        if source not in self.keyless_sources:
-            self.keyless_sources.append(source)
+        with self._keyless_lock:
+            if source not in self.keyless_sources:
+                self.keyless_sources.append(source)
         return DecodedSecrets(values, keyless=True)
 
     def decrypt(self, path: Path, *, source: str) -> dict[str, Any]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reviewer.errors import ConfigError
-from reviewer.gotmpl import TemplateRenderer
+from reviewer.gotmpl import NO_RELEASE, TemplateRenderer, context_of, render_batch, render_template
 
 
 def test_values_and_helm_functions_are_available() -> None:
@@ -74,3 +78,44 @@ def test_text_with_define_blocks_keeps_the_context_and_error_lines() -> None:
     assert renderer.render(text, values={"x": "ab", "y": {"z": {"w": 1}}}, source="v") == (
         "a: abab\nb: 1\n"
     )
+
+
+# Texts a batch renders side by side in one chart, and texts it must render alone (`$` is
+# the chart's top level, `define` names would collide), with templates that fail.
+_BATCH_TEXTS = (
+    "{{ toJson . }}",
+    '{{ toYaml .Values }}\n{{ hasKey . "a" }} {{ .Release.Name | default "none" }}',
+    "{{- range $key, $value := . }}{{ $key }}={{ kindOf $value }};{{ end }}",
+    "{{ $.Values.a | toJson }} {{ toJson $ }}",
+    '{{ define "x" }}[{{ .a }}]{{ end }}{{ include "x" . }}',
+    '{{ required "a is required" .a }}',
+    "{{ .a.b.c }}",
+)
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=8),
+)
+_VALUES = st.dictionaries(
+    st.sampled_from(["a", "b", "Values", "Release", "x-y", "ü"]),
+    st.recursive(
+        _LEAVES,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+        max_leaves=8,
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_BATCH_TEXTS), _VALUES), min_size=1, max_size=12))
+def test_a_batch_answers_each_template_as_rendering_it_alone(
+    items: list[tuple[str, dict[str, Any]]],
+) -> None:
+    """Templates rendered together in one engine call give Helm's own answer for each,
+    errors included, whatever the values (nulls, nesting, keys named like the context's)."""
+    requests = [(text, context_of(values, NO_RELEASE)) for text, values in items]
+    alone = [render_template({}, text, context) for text, context in requests]
+    assert render_batch({}, requests) == alone

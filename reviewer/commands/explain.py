@@ -86,7 +86,7 @@ def locate(args: ReleaseArgs, console: Console) -> Located | ObjectSet:
     redactor = Redactor(planned.replacements)
     for error in planned.twin.errors:
         console.error(redactor.redact_text(error.message))
-    keyless = tuple(decoder.keyless_sources)
+    keyless = tuple(sorted(decoder.keyless_sources))
     warning = keyless_warning(list(keyless))
     if warning is not None:
         console.warn(f"warning: {warning}")
