@@ -82,12 +82,17 @@ class _Writer:
     def mapping(self, node: dict[str, Any], indent: int, lead: str) -> None:
         """Keys at column `indent`; the first line starts with `lead` (e.g. `- `)."""
         self._enter(node)
-        start, pad, keys = lead, " " * indent, self._keys
+        start, pad, keys, values = lead, " " * indent, self._keys, self._spelled
         for key, value in node.items():
             spelled = keys.get(key) if type(key) is str else None
             if spelled is None:
                 spelled = self.key(key)
-            self.entry(f"{start}{spelled}:", value, indent)
+            # Most entries are a string already spelled: written here, without `entry`.
+            known = values.get(value) if type(value) is str else None
+            if known is not None:
+                self.line(f"{start}{spelled}: {known}")
+            else:
+                self.entry(f"{start}{spelled}:", value, indent)
             start = pad
 
     def entry(self, head: str, value: Any, indent: int) -> None:
