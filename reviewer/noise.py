@@ -283,8 +283,10 @@ def _prune(path: Path, before: Any, after: Any, covered: Matcher) -> tuple[Any, 
 
 
 def _is(kind: type, before: Any, after: Any) -> bool:
-    sides = [side for side in (before, after) if side is not _ABSENT]
-    return bool(sides) and all(isinstance(side, kind) for side in sides)
+    """Whether every side present (at least one) is a `kind`."""
+    if before is _ABSENT:
+        return after is not _ABSENT and isinstance(after, kind)
+    return isinstance(before, kind) and (after is _ABSENT or isinstance(after, kind))
 
 
 def _prune_maps(path: Path, before: Any, after: Any, covered: Matcher) -> tuple[Any, Any]:
@@ -293,10 +295,11 @@ def _prune_maps(path: Path, before: Any, after: Any, covered: Matcher) -> tuple[
     out_old: dict[str, Any] = {}
     out_new: dict[str, Any] = {}
     for key in [*old, *(key for key in new if key not in old)]:
-        if covered((*path, key)):
+        below = (*path, key)
+        if covered(below):
             continue
         pair = (old.get(key, _ABSENT), new.get(key, _ABSENT))
-        _store(out_old, out_new, key, pair, _prune((*path, key), *pair, covered))
+        _store(out_old, out_new, key, pair, _prune(below, *pair, covered))
     return _absent_if(before, out_old), _absent_if(after, out_new)
 
 
@@ -309,10 +312,11 @@ def _prune_lists(path: Path, before: Any, after: Any, covered: Matcher) -> tuple
     out_old: dict[Any, Any] = {}
     out_new: dict[Any, Any] = {}
     for segment in [*old, *(segment for segment in new if segment not in old)]:
-        if covered((*path, segment)):
+        below = (*path, segment)
+        if covered(below):
             continue
         pair = (old.get(segment, _ABSENT), new.get(segment, _ABSENT))
-        _store(out_old, out_new, segment, pair, _prune((*path, segment), *pair, covered))
+        _store(out_old, out_new, segment, pair, _prune(below, *pair, covered))
     # Keep each side's own item order (the dicts above list old items first).
     kept_old = [out_old[s] for s in old if s in out_old]
     kept_new = [out_new[s] for s in new if s in out_new]

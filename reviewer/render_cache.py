@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -104,6 +105,8 @@ class RenderStore:
         self.root = root
         self.max_bytes = max_bytes
         self.written = 0  # entries written: a run that wrote none leaves the size as it was
+        self._made: set[Path] = set()  # entry directories known to exist
+        self._temporaries = itertools.count()
         # What else decides an outcome without being part of the input digest (render limits).
         self._salt = f"{FORMAT}\0{code_digest()}\0{context}\0"
 
@@ -145,8 +148,7 @@ class RenderStore:
         path = self._path(key)
         try:
             data = _encode(payload, key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_TEMP_PREFIX)
+            handle, temporary = self._temporary(path.parent)
         except (OSError, TypeError, ValueError):
             return False  # not JSON data, or no room: the next run renders it again
         try:
@@ -159,6 +161,21 @@ class RenderStore:
             return False
         self.written += 1
         return True
+
+    def _temporary(self, directory: Path) -> tuple[int, str]:
+        """A new private file in `directory`: named by this process and a counter (no
+        random names to draw), or by `mkstemp` should that name be taken."""
+        if directory not in self._made:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._made.add(directory)
+        name = str(directory / f"{_TEMP_PREFIX}{os.getpid()}-{next(self._temporaries)}")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), name
+        except FileExistsError:
+            return tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX)
+        except FileNotFoundError:  # removed meanwhile (the cache was cleared)
+            directory.mkdir(parents=True, exist_ok=True)
+            return tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX)
 
     def usage(self) -> Usage:
         """How many entries the cache holds and their total size."""

@@ -38,6 +38,21 @@ class Unsupported(Exception):
     """The document has something this writer does not write exactly like ruamel.yaml."""
 
 
+# Objects of a fleet repeat the same keys and most of the same values: each distinct
+# string is spelled once per `spell` function, as a value and (checked) as a key.
+# Bounded: only short strings are kept, and a table that grows too large starts again empty.
+_SPELLED: dict[Spell, tuple[dict[str, str], dict[str, str]]] = {}
+_MAX_SPELLED = 1 << 16
+_MAX_SPELLED_LENGTH = 256
+
+
+def _spellings(spell: Spell) -> tuple[dict[str, str], dict[str, str]]:
+    found = _SPELLED.get(spell)
+    if found is None or len(found[0]) + len(found[1]) > _MAX_SPELLED:
+        found = _SPELLED[spell] = ({}, {})
+    return found
+
+
 def block_yaml(document: Any, spell: Spell) -> str | None:
     """`document` (a non-empty mapping) as block YAML, or None when it cannot be sure."""
     if not isinstance(document, dict) or not document:
@@ -55,6 +70,7 @@ class _Writer:
 
     def __init__(self, spell: Spell) -> None:
         self.spell = spell
+        self._spelled, self._keys = _spellings(spell)
         self.lines: list[str] = []
         self._seen: set[int] = set()  # ruamel.yaml writes a shared subtree as an alias
 
@@ -66,10 +82,18 @@ class _Writer:
     def mapping(self, node: dict[str, Any], indent: int, lead: str) -> None:
         """Keys at column `indent`; the first line starts with `lead` (e.g. `- `)."""
         self._enter(node)
-        start = lead
+        start, pad, keys, values = lead, " " * indent, self._keys, self._spelled
         for key, value in node.items():
-            self.entry(f"{start}{self.key(key)}:", value, indent)
-            start = " " * indent
+            spelled = keys.get(key) if type(key) is str else None
+            if spelled is None:
+                spelled = self.key(key)
+            # Most entries are a string already spelled: written here, without `entry`.
+            known = values.get(value) if type(value) is str else None
+            if known is not None:
+                self.line(f"{start}{spelled}: {known}")
+            else:
+                self.entry(f"{start}{spelled}:", value, indent)
+            start = pad
 
     def entry(self, head: str, value: Any, indent: int) -> None:
         """One `key: value` (or `- value`) whose key or dash sits at column `indent`."""
@@ -126,16 +150,18 @@ class _Writer:
             raise Unsupported("key")
         if "\n" in key:
             raise Unsupported("key with a line break")
-        return self.scalar(key)
+        spelled = self._keys[key] = self.scalar(key)
+        return spelled
 
     def scalar(self, value: Any) -> str:
         """One-line scalar text."""
         if isinstance(value, str):
-            if _PLAIN.fullmatch(value) and value.lower() not in _RESOLVABLE_WORDS:
-                return value
-            if _OTHER_BREAKS.search(value):
-                raise Unsupported("a line break the emitter may fold at")
-            return self.spell(value)
+            found = self._spelled.get(value)
+            if found is None:
+                found = self._spell_string(value)
+                if len(value) <= _MAX_SPELLED_LENGTH:
+                    self._spelled[value] = found
+            return found
         if value is True:
             return "true"
         if value is False:
@@ -144,6 +170,13 @@ class _Writer:
             return "null"
         if type(value) is int:
             return str(value)
+        return self.spell(value)
+
+    def _spell_string(self, value: str) -> str:
+        if _PLAIN.fullmatch(value) and value.lower() not in _RESOLVABLE_WORDS:
+            return value
+        if _OTHER_BREAKS.search(value):
+            raise Unsupported("a line break the emitter may fold at")
         return self.spell(value)
 
     def line(self, text: str) -> None:

@@ -184,11 +184,15 @@ def read_mapping(path: Path, *, source: str) -> dict[str, Any]:
 def normalize(value: Any, *, top: bool = True) -> Any:
     """Return a copy with a stable key order (Kubernetes leading keys first, then sorted)."""
     if isinstance(value, dict):
-        keys = sorted(value, key=lambda k: (_rank(k) if top else 0, str(k)))
+        keys = sorted(value, key=_leading_first) if top else sorted(value, key=str)
         return {key: normalize(value[key], top=False) for key in keys}
     if isinstance(value, list):
         return [normalize(item, top=False) for item in value]
     return value
+
+
+def _leading_first(key: Any) -> tuple[int, str]:
+    return _rank(key), str(key)
 
 
 def _rank(key: Any) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import shlex
@@ -381,3 +382,23 @@ def test_git_ignored_files_of_the_working_tree_are_not_changed_files(
     assert files == ["deployments/prod/group.values.yaml", "notes.txt"]
     code, out, _ = run_diff(["--repo", str(fleet.root), "--base", "main"], capsys)
     assert code == ExitStatus.OK and "rendered/" not in out
+
+
+def test_cycle_collection_runs_again_once_a_diff_is_done(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The collector pauses while a review runs; a program calling reviewer keeps its own
+    # setting afterwards, whether the review succeeded or failed.
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    assert gc.isenabled()
+    assert json_diff(fleet, capsys, "--base", "main")["releases"]
+    assert gc.isenabled()
+    code, _, _ = run_diff(["--repo", str(fleet.root), "--base", "no-such-ref"], capsys)
+    assert code != ExitStatus.OK
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert json_diff(fleet, capsys, "--base", "main")["releases"]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -166,3 +166,23 @@ def test_rendered_objects_are_written_directly_and_identically(
     assert len(bodies) > 50
     written = [yamlemit.block_yaml(body, yamlio._spell) for body in bodies]
     assert written == [yamlio.dump_with_ruamel(body) for body in bodies]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(_TEXT, _TREE, min_size=1, max_size=4), min_size=2, max_size=4))
+def test_spellings_remembered_across_documents_change_nothing(
+    documents: list[dict[str, Any]],
+) -> None:
+    # Each string is spelled once and then remembered, as a value and as a key: the
+    # documents share strings, swapped between keys and values, and are written twice.
+    values = [value for document in documents for value in document.values()]
+    swapped = {str(value): key for document in documents for key, value in document.items()}
+    for document in [*documents, swapped, dict.fromkeys(map(str, values), "x"), *documents]:
+        assert yamlio.dump(document) == yamlio.dump_with_ruamel(document)
+
+
+def test_a_long_value_seen_first_is_still_a_complex_key_later() -> None:
+    long = "k" * 130
+    assert yamlio.dump({"a": long}) == yamlio.dump_with_ruamel({"a": long})
+    assert yamlio.dump({long: "a"}) == yamlio.dump_with_ruamel({long: "a"})
+    assert yamlio.dump({long: "a"}).startswith("? ")

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from reviewer import proc, yamlio
+from reviewer import redact as redact_module
 from reviewer.errors import CommandError, ReviewerError
 from reviewer.redact import (
     MIN_SUBSTRING_LENGTH,
@@ -414,3 +415,37 @@ def test_no_secret_survives_redaction(values: list[Any]) -> None:
             assert body["data"]["whole"] == mapping.get(whole, whole)
     serialized = "".join(yamlio.dump(body) for body in out) + json.dumps(out, ensure_ascii=False)
     redactor.guard().check(serialized, "snapshot")
+
+
+_GUARD_SECRETS = ["hunter2-pass", "12345", "line one\nline two", "password"]
+_GUARD_PIECES = st.sampled_from(
+    [
+        *_GUARD_SECRETS,
+        "REDACTED",
+        "[REDACTED]",
+        "<secret:sha256-hmac:0123456789ab>",
+        "12346",
+        "line one\n    line two",
+        "aGVsbG8=",
+        " ",
+        "\n",
+        "-",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_GUARD_PIECES, st.text(max_size=6)), max_size=8))
+def test_leak_guard_refuses_exactly_the_texts_it_refused_before(pieces: list[str]) -> None:
+    # The guard first looks for any occurrence in the whole text; it must refuse the same
+    # texts as looking only outside the redaction tokens and public words did.
+    guard = LeakGuard(_GUARD_SECRETS, public=["password", "hunter"])
+    text = "".join(pieces)
+    outside = redact_module._outside(guard._tokens, text)
+    leaked = any(guard._matcher.search(piece) for piece in outside)
+    if leaked:
+        with pytest.raises(LeakError):
+            guard.check(text, "report")
+    else:
+        guard.check(text, "report")

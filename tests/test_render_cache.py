@@ -280,3 +280,22 @@ def test_a_warm_run_says_its_releases_came_from_the_render_cache(
     err = capsys.readouterr().err
     assert "base: 0 release(s) rendered, 3 taken from the render cache" in err
     assert "same chart and values as one already rendered" not in err.split("head:")[0]
+
+
+def test_entries_are_still_written_when_the_cache_is_cleared_or_a_name_is_taken(
+    tmp_path: Path,
+) -> None:
+    store = RenderStore(tmp_path / "render", max_bytes=1 << 20)
+    assert store.save_data("one", {"n": 1})
+    store.clear()  # e.g. `reviewer cache clear` while a review runs
+    assert store.save_data("one", {"n": 11})  # into the directory just removed
+    assert store.save_data("two", {"n": 2})
+    # A temporary file left by a killed process whose id this process now has.
+    key = store.key("three")
+    directory = tmp_path / "render" / key[:2]
+    directory.mkdir(parents=True, exist_ok=True)
+    for counter in range(10):
+        (directory / f".tmp-{os.getpid()}-{counter}").write_text("stale")
+    assert store.save_data("three", {"n": 3})
+    assert (store.load_data("two"), store.load_data("three")) == ({"n": 2}, {"n": 3})
+    assert store.load_data("one") == {"n": 11}

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import functools
-import json
+import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import config as config_mod
-from reviewer import report, report_json, report_markdown, report_text
+from reviewer import jsonindent, report, report_json, report_markdown, report_text
 from reviewer.bundle import RenderedPair
 from reviewer.changes import changes_between
 from reviewer.chartkeys import local_chart_text
@@ -95,6 +95,30 @@ def run(args: DiffArgs, console: Console) -> ExitStatus:
 
     The exit status follows README.md.
     """
+    with _no_cycle_collection():
+        return _run(args, console)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while a review runs.
+
+    A review allocates millions of containers (plans, objects, diffs) that live to its end
+    and form no cycles; the collector traversed them again and again, over a tenth of the
+    parent process's time on a large fleet. Reference counting still frees everything else;
+    what cycles there are wait until the collector runs again afterwards.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _run(args: DiffArgs, console: Console) -> ExitStatus:
     if args.directories is not None and snapshots.render_outputs(*args.directories):
         return finish(snapshots.load_pair(*args.directories), args.report, console)
     if args.directories is not None:
@@ -330,7 +354,7 @@ def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     colour = args.output is None and console.colour
     paged = args.output is None and args.pager and console.pages
     if args.output_format == "json":
-        text = json.dumps(report_json.to_json(review), indent=2) + "\n"
+        text = jsonindent.dumps(report_json.to_json(review)) + "\n"
     elif args.output_format == "markdown":
         text = report_markdown.render_markdown(review, summary_only=args.summary)
     else:

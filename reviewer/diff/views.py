@@ -15,7 +15,7 @@ from reviewer.diff.pairing import Pair
 from reviewer.diff.resource import RegeneratedChange, ResourceDiff, ResourceStatus, RoutineChange
 from reviewer.diff.result import DiffSide
 from reviewer.model import ReleaseId, Resource, ResourceKey
-from reviewer.noise import NoiseRules, prune_pair
+from reviewer.noise import prune_pair
 from reviewer.regenerated import RegeneratedField, Regeneration
 from reviewer.semantic import (
     ChangeKind,
@@ -39,6 +39,20 @@ class Settings:
     differ: Differ
     hidden: HiddenChanges = frozenset()
     regeneration: Regeneration = field(default_factory=Regeneration)
+    # Objects of a fleet share their paths: each path's noise rule is looked up once. The
+    # segments' types are part of the key: 1, 1.0 and True are equal keys but match apart.
+    _rules: dict[tuple[Path, tuple[type, ...]], str | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def path_rule(self, path: Path) -> str | None:
+        """The noise rule that covers `path` (`NoiseRules.path_rule`), remembered."""
+        key = (path, tuple(map(type, path)))
+        try:
+            return self._rules[key]
+        except KeyError:
+            found = self._rules[key] = self.options.noise.path_rule(path)
+            return found
 
 
 def file_label(side: DiffSide, release_id: ReleaseId, key: ResourceKey) -> str:
@@ -81,7 +95,7 @@ def diff_pair(pair: Pair, settings: Settings) -> ResourceDiff | None:
     kind_rule = settings.options.noise.kind_rule(head.key)
     keys = bosh.list_keys if head.key.kind == bosh.BOSH_KIND else default_list_keys
     found, renewed = _split_regenerated(semantic_diff(base.body, head.body, keys=keys), regenerated)
-    changes, routine = _classify(found, settings.options.noise, kind_rule)
+    changes, routine = _classify(found, settings, kind_rule)
     unified, dyff = _main_views(
         pair, settings, changes, renewed, pruning=bool(routine) or bool(renewed)
     )
@@ -118,13 +132,13 @@ def _split_regenerated(
 
 
 def _classify(
-    found: list[PathChange], rules: NoiseRules, kind_rule: str | None
+    found: list[PathChange], settings: Settings, kind_rule: str | None
 ) -> tuple[tuple[PathChange, ...], tuple[RoutineChange, ...]]:
     """Split changes into shown ones and routine ones (each with the rule that covered it)."""
     changes: list[PathChange] = []
     routine: list[RoutineChange] = []
     for change in found:
-        rule = kind_rule or rules.path_rule(change.path)
+        rule = kind_rule or settings.path_rule(change.path)
         if rule is None:
             changes.append(change)
         else:
@@ -148,15 +162,15 @@ def _main_views(
     """
     if not changes:
         return "", None
-    before, after = pair.base.text(), pair.head.text()
-    rules = settings.options.noise
     if pruning:
         pruned = prune_pair(
             pair.base.body,
             pair.head.body,
-            lambda path: path in renewed or _covered(rules, path),
+            lambda path: path in renewed or settings.path_rule(path) is not None,
         )
         before, after = yamlio.dump(pruned[0]), yamlio.dump(pruned[1])
+    else:
+        before, after = pair.base.text(), pair.head.text()
     labels = (
         file_label(DiffSide.BASE, pair.base_id, pair.base.key),
         file_label(DiffSide.HEAD, pair.head_id, pair.head.key),
@@ -164,10 +178,6 @@ def _main_views(
     unified = unified_diff(before, after, labels=labels, context=settings.options.context)
     dyff = dyff_between(before, after) if settings.differ == "dyff" else None
     return unified, dyff
-
-
-def _covered(rules: NoiseRules, path: Path) -> bool:
-    return rules.path_rule(path) is not None
 
 
 def diff_one_side(
