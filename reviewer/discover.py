@@ -7,6 +7,7 @@ Protocol without touching later stages.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -182,45 +183,66 @@ def _vanished(head: Fleet, path: str, head_root: Path) -> str:
 
 
 def _subdirectories(directory: Path) -> list[Path]:
-    return sorted(
-        child
-        for child in directory.iterdir()
-        if child.is_dir() and child.name != APPS and not child.name.startswith(".")
-    )
+    return [
+        directory / name
+        for name in _directories_in(directory)
+        if name != APPS and not name.startswith(".")
+    ]
+
+
+def _directories_in(directory: Path) -> list[str]:
+    """Names of the directories (or links to one, as `Path.is_dir`) in `directory`, sorted."""
+    with os.scandir(directory) as entries:
+        return sorted(entry.name for entry in entries if entry.is_dir())
 
 
 def _relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _walk(root: Path, directory: Path, levels: tuple[Level, ...]) -> list[Cluster]:
+def _walk(
+    root: Path,
+    directory: Path,
+    levels: tuple[Level, ...],
+    apps: dict[str, tuple[DeploymentDir, ...]] | None = None,
+) -> list[Cluster]:
     """Clusters below `directory`, whose ancestors' levels are `levels`."""
+    apps = {} if apps is None else apps  # each level's deployments, listed once per walk
     clusters: list[Cluster] = []
     definitions = root / Path(levels[0].path)
     for child in _subdirectories(directory):
         path = _relative(definitions, child)
         group = Level("group", _relative(root, child), f"group {path}")
-        below = _walk(root, child, (*levels, group))
+        below = _walk(root, child, (*levels, group), apps)
         if below:
             clusters.extend(below)
         elif (child / APPS).is_dir():
             cluster = Level("cluster", _relative(root, child), f"cluster {path}")
-            clusters.append(_cluster(root, path, (*levels, cluster)))
+            clusters.append(_cluster(root, path, (*levels, cluster), apps))
     return clusters
 
 
-def _cluster(root: Path, path: str, levels: tuple[Level, ...]) -> Cluster:
+def _cluster(
+    root: Path, path: str, levels: tuple[Level, ...], apps: dict[str, tuple[DeploymentDir, ...]]
+) -> Cluster:
     by_name: dict[str, DeploymentDir] = {}
     for level in levels:  # outermost first: a more specific level overwrites
-        apps = root / level.path / APPS
-        if not apps.is_dir():
-            continue
-        for directory in sorted(p for p in apps.iterdir() if p.is_dir()):
-            by_name[directory.name] = DeploymentDir(
-                directory.name, _relative(root, directory), level
-            )
+        listed = apps.get(level.path)
+        if listed is None:
+            listed = apps[level.path] = _deployments_of(root, level)
+        by_name.update((deployment.name, deployment) for deployment in listed)
     deployments = tuple(by_name[name] for name in sorted(by_name))
     return Cluster(path=path, levels=levels, deployments=deployments)
+
+
+def _deployments_of(root: Path, level: Level) -> tuple[DeploymentDir, ...]:
+    """The deployment directories under the level's `apps/`, sorted by name."""
+    apps = root / level.path / APPS
+    if not apps.is_dir():
+        return ()
+    return tuple(
+        DeploymentDir(name, _relative(root, apps / name), level) for name in _directories_in(apps)
+    )
 
 
 def _check_unique_names(clusters: list[Cluster]) -> None:
