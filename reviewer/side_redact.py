@@ -36,11 +36,12 @@ def redact_snapshot(
     originals alive); a release found there is not redacted again.
     """
     done = {} if done is None else done
+    texts: dict[str, str] = {}  # labels repeat across a fleet's releases
     releases = []
     for release in snapshot.releases:
         redacted = done.get(id(release))
         if redacted is None:
-            redacted = done[id(release)] = _redact_release(release, redactor)
+            redacted = done[id(release)] = _redact_release(release, redactor, texts)
         releases.append(redacted)
     return Snapshot(
         releases=tuple(releases),
@@ -49,11 +50,23 @@ def redact_snapshot(
     )
 
 
-def _redact_release(release: RenderedRelease, redactor: Redactor) -> RenderedRelease:
+def _redact_release(
+    release: RenderedRelease, redactor: Redactor, texts: dict[str, str]
+) -> RenderedRelease:
     resources = tuple(_redact_resource(resource, redactor) for resource in release.resources)
     error = redactor.redact_text(release.error) if release.error is not None else None
-    labels = {key: redactor.redact_text(value) for key, value in release.labels.items()}
+    labels = {key: _redacted(value, redactor, texts) for key, value in release.labels.items()}
+    if not resources and error == release.error and labels == release.labels:
+        return release  # nothing to hide (an unrendered release, say): no copy to make
     return replace(release, resources=resources, error=error, labels=labels)
+
+
+def _redacted(text: str, redactor: Redactor, texts: dict[str, str]) -> str:
+    """`redactor.redact_text(text)`, each distinct text once."""
+    found = texts.get(text)
+    if found is None:
+        found = texts[text] = redactor.redact_text(text)
+    return found
 
 
 def _redact_resource(resource: Resource, redactor: Redactor) -> Resource:
