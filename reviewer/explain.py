@@ -308,6 +308,8 @@ def no_effect(
     findings: dict[tuple[str, str], _Finding] = {}
     for rid in sorted(base.keys() & head.keys()):
         old, new = base[rid], head[rid]
+        if old is new:
+            continue  # taken from the base side as it was (reviewer/reuse.py): no layer changed
         text = chart_text(new)
         for source, before, after in _changed_layers(old.layers, new.layers, wanted):
             for change in semantic_diff(before, after):
