@@ -105,8 +105,8 @@ class TemplateRequest:
     release: Mapping[str, Any] = field(default_factory=lambda: NO_RELEASE)
 
 
-# Renders per round trip to the child when prefetching: enough to amortise the trip,
-# few enough that one slow template delays little else.
+# Renders per round trip to the child (forecasts and renders waiting together): enough to
+# amortise the trip, few enough that one slow template delays little else.
 _BATCH = 64
 
 
