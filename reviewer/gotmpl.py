@@ -21,7 +21,7 @@ import re
 import tarfile
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,8 +170,8 @@ class TemplateRenderer:
             return  # one render gains nothing from going ahead of its turn
         self._wait_for(list(pending.values()))
         for key, waiting in pending.items():
-            if waiting.answer is not None:
-                self._cache[key] = waiting.answer
+            if waiting.answer is not None and waiting.answer[0] == "ok":
+                self._cache[key] = waiting.answer  # errors are raised by planning's own render
 
     def close(self) -> None:
         """Stop the sandbox child."""
@@ -182,7 +182,8 @@ class TemplateRenderer:
         self._wait_for([waiting])
         if waiting.limit is not None:
             raise ConfigError(source, waiting.limit)
-        assert waiting.answer is not None
+        if waiting.answer is None:
+            raise RuntimeError("the template sandbox failed") from waiting.failure
         return waiting.answer
 
     def _wait_for(self, mine: list[_Waiting]) -> None:
@@ -198,10 +199,21 @@ class TemplateRenderer:
                 self._answer(taken)
 
     def _answer(self, taken: list[_Waiting]) -> None:
+        """Answer `taken`; what goes wrong on the way (not a limit: a bug, a broken pipe)
+        reaches every thread that waited for them, not only this one."""
+        try:
+            self._answer_all(taken)
+        except BaseException as error:
+            for waiting in taken:
+                waiting.failure = error
+            raise
+        finally:
+            for waiting in taken:
+                waiting.done = True
+
+    def _answer_all(self, taken: list[_Waiting]) -> None:
         """One round trip for all; when it crosses a limit, each render (not forecast) alone,
         so that a limit is reported for the template that crossed it."""
-        for waiting in taken:
-            waiting.done = True
         if len(taken) > 1:
             answers = self._run_batch([waiting.payload for waiting in taken])
             if answers is not None:
@@ -240,6 +252,8 @@ class _Waiting:
     answer: tuple[str, str] | None = None
     limit: str | None = None
     """The limit message when the render was stopped."""
+    failure: BaseException | None = None
+    """What broke the round trip that took this render, if anything did."""
 
 
 def _key(text: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> str:
@@ -262,10 +276,7 @@ def render_template(charts: Charts, text: str, values: dict[str, Any]) -> tuple[
     the archive costs more than rendering it.
     """
     try:
-        chart = charts.get(text)
-        if chart is None:
-            chart = helm_python.Chart.load_archive(_archive(text))
-            charts[text] = chart
+        chart = _loaded(charts, text, lambda: _archive(text))
         # `$` is Helm's own top level: its `.Release` should name the same release.
         release = values.get("Release") or {}
         rendered = chart.render(
@@ -276,6 +287,22 @@ def render_template(charts: Charts, text: str, values: dict[str, Any]) -> tuple[
     except helm_python.HelmError as exc:
         return "error", str(exc)
     return "ok", rendered.get(_INTERNAL_NAME, "")
+
+
+# Charts the child keeps loaded: beyond these it starts again empty, so that how batches
+# happened to group (threads) never decides whether the child reaches its memory limit.
+_MAX_CHARTS = 256
+
+
+def _loaded(
+    charts: Charts, key: str | tuple[int, str], archive: Callable[[], bytes]
+) -> helm_python.Chart:
+    chart = charts.get(key)
+    if chart is None:
+        if len(charts) >= _MAX_CHARTS:
+            charts.clear()
+        chart = charts[key] = helm_python.Chart.load_archive(archive())
+    return chart
 
 
 def render_batch(
@@ -321,10 +348,7 @@ def _render_copies(
     size = 1 << (len(contexts) - 1).bit_length()  # few distinct charts per text
     key = (size, text)
     try:
-        chart = charts.get(key)
-        if chart is None:
-            chart = helm_python.Chart.load_archive(_copies_archive(text, size))
-            charts[key] = chart
+        chart = _loaded(charts, key, lambda: _copies_archive(text, size))
         values = {f"c{index}": context for index, context in enumerate(contexts)}
         rendered = chart.render(values=values, name=_CHART, namespace="default")
     except helm_python.HelmError:
