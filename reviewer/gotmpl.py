@@ -27,6 +27,7 @@ from typing import Any
 
 import helm_python
 
+from reviewer import gotmpl_fields
 from reviewer.errors import ConfigError
 from reviewer.limits import Limits
 from reviewer.sandbox import LimitExceeded, Sandbox, Task
@@ -108,6 +109,8 @@ class TemplateRequest:
 # Renders per round trip to the child (forecasts and renders waiting together): enough to
 # amortise the trip, few enough that one slow template delays little else.
 _BATCH = 64
+# Template texts whose reachable keys are remembered; beyond these the memo starts again.
+_MAX_TEXTS = 4096
 
 
 class TemplateRenderer:
@@ -120,6 +123,8 @@ class TemplateRenderer:
     def __init__(self, limits: Limits | None = None) -> None:
         # Helm's answer per (text, context) digest: ("ok", output) or ("error", message).
         self._cache: dict[str, tuple[str, str]] = {}
+        # Per template text: the context keys it can reach (sorted), or None for all of them.
+        self._fields: dict[str, tuple[str, ...] | None] = {}
         self._sandbox = Sandbox(limits or Limits())
         # Renders asked for by planning threads at the same time share one round trip.
         self._waiting: list[_Waiting] = []
@@ -141,10 +146,13 @@ class TemplateRenderer:
         """
         if "{{" not in text:
             return text
-        key = _key(text, values, release)
+        key, context, narrowed = self._request(text, values, release)
         answer = self._cache.get(key)
         if answer is None:
-            answer = self._render(text, values=context_of(values, release), source=source)
+            answer = self._render(text, values=context, source=source)
+            if answer[0] != "ok" and narrowed:
+                # Errors are Helm's answer for the whole context, word for word.
+                answer = self._render(text, values=context_of(values, release), source=source)
             if answer[0] == "ok":
                 self._cache[key] = answer
         status, result = answer
@@ -162,9 +170,8 @@ class TemplateRenderer:
         for request in requests:
             if "{{" not in request.text:
                 continue
-            key = _key(request.text, request.values, request.release)
+            key, context, _ = self._request(request.text, request.values, request.release)
             if key not in self._cache and key not in pending:
-                context = context_of(request.values, request.release)
                 pending[key] = _Waiting((request.text, context), forecast=True)
         if len(pending) < 2:
             return  # one render gains nothing from going ahead of its turn
@@ -176,6 +183,24 @@ class TemplateRenderer:
     def close(self) -> None:
         """Stop the sandbox child."""
         self._sandbox.close()
+
+    def _request(
+        self, text: str, values: Mapping[str, Any], release: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any], bool]:
+        """The cache key, the context to render `text` with and whether it was narrowed to
+        the keys `text` can reach (`gotmpl_fields`): renders reading the same keys share
+        one answer."""
+        if text in self._fields:
+            names = self._fields[text]
+        else:
+            if len(self._fields) >= _MAX_TEXTS:
+                self._fields.clear()
+            found = gotmpl_fields.reachable(text)
+            names = self._fields[text] = None if found is None else tuple(sorted(found))
+        if names is None:
+            return _key(text, ("whole", values, release)), context_of(values, release), False
+        context = narrowed_context(values, release, names)
+        return _key(text, ("narrowed", context)), context, True
 
     def _render(self, text: str, *, values: dict[str, Any], source: str) -> tuple[str, str]:
         waiting = _Waiting((text, values))
@@ -256,15 +281,15 @@ class _Waiting:
     """What broke the round trip that took this render, if anything did."""
 
 
-def _key(text: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> str:
+def _key(text: str, context: tuple[Any, ...]) -> str:
     """The cache key of a render: digest of the text and the exact context."""
     try:
         # marshal (format 2: no back-references) is several times cheaper than JSON and
         # keeps types apart; equal contexts built in another key order only miss the cache.
-        pair: Any = (values, release)  # plain dicts; marshal refuses any other mapping
-        payload = b"m" + marshal.dumps(pair, 2)
+        # Plain dicts only: marshal refuses any other mapping.
+        payload = b"m" + marshal.dumps(context, 2)
     except ValueError:  # a type marshal does not take
-        payload = b"j" + json.dumps([values, release], sort_keys=True, default=str).encode()
+        payload = b"j" + json.dumps(context, sort_keys=True, default=str).encode()
     data = text.encode()
     return hashlib.sha256(len(data).to_bytes(8, "big") + data + payload).hexdigest()
 
@@ -374,6 +399,20 @@ def context_of(values: Mapping[str, Any], release: Mapping[str, Any]) -> dict[st
     `Values` is a copy, not a self-reference, so the context stays serialisable.
     """
     return {**values, "Values": dict(values), "Release": dict(release)}
+
+
+def narrowed_context(
+    values: Mapping[str, Any], release: Mapping[str, Any], names: Iterable[str]
+) -> dict[str, Any]:
+    """`context_of` with only the keys in `names`: what a template that can reach no other
+    key renders the same with. `Release` always stays, so the context is never empty
+    (the wrapper's `with` would skip the whole template)."""
+    seen = {name: values[name] for name in names if name in values}
+    context = dict(seen)
+    if "Values" in names:
+        context["Values"] = seen
+    context["Release"] = dict(release)
+    return context
 
 
 def _template_error(detail: str, source: str) -> ConfigError:
