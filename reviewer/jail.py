@@ -28,7 +28,38 @@ def resolve_file(root: Path, source: str) -> Path:
     """The real path of the repo-relative file `source`; `ConfigError` when it resolves
     outside `root` or is not a regular file (a missing file is returned as is)."""
     real_root = Path(os.path.realpath(root))
-    target = Path(os.path.realpath(root / source))
+    return _checked(Path(os.path.realpath(root / source)), real_root, source)
+
+
+class Jail:
+    """`resolve_file` for the many files of one checkout: each directory's real path is
+    resolved once, then only a file's own name is checked (with `lstat`) per lookup."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._real_root = Path(os.path.realpath(root))
+        self._real_directories: dict[str, Path] = {}
+
+    def resolve_file(self, source: str) -> Path:
+        """As `resolve_file(root, source)`: refuses escaping symlinks and special files."""
+        directory, _, name = source.rpartition("/")
+        if name in ("", ".", ".."):
+            return resolve_file(self.root, source)
+        real_directory = self._real_directories.get(directory)
+        if real_directory is None:
+            real_directory = Path(os.path.realpath(self.root / directory))
+            self._real_directories[directory] = real_directory
+        target = real_directory / name
+        try:
+            link = stat.S_ISLNK(os.lstat(target).st_mode)
+        except OSError:
+            link = False  # missing: resolves to itself, as realpath has it
+        if link:
+            target = Path(os.path.realpath(target))
+        return _checked(target, self._real_root, source)
+
+
+def _checked(target: Path, real_root: Path, source: str) -> Path:
     if not target.is_relative_to(real_root):
         raise ConfigError(source, OUTSIDE, hint=_HINT)
     try:

@@ -14,12 +14,12 @@ from typing import Any
 
 from reviewer import capabilities as capabilities_mod
 from reviewer import deployment as deployment_mod
-from reviewer import jail, yamlio
 from reviewer import plan_commands as commands
 from reviewer import plan_contexts as contexts
 from reviewer import plan_prefetch as prefetch
 from reviewer import templates as templates_mod
 from reviewer import values as values_mod
+from reviewer import yamlio
 from reviewer.charts.defaults import ChartDefaults
 from reviewer.deployment import AppSpec, DeploymentSpec
 from reviewer.discover import DEPLOYMENT_FILE, Cluster, DeploymentDir, Fleet
@@ -280,7 +280,7 @@ class Planner:
                 "missing: every directory under apps/ must define its deployment",
                 hint="add deployment.yaml, or remove the directory",
             )
-        text = jail.read_text(self.fleet.root, source)
+        text = self.loader.read_text(source)
         if "{{" in text:
             plain = self.loader.hierarchy(cluster, deployment, atlas=atlas, plain_only=True)
             context = values_mod.with_atlas(values_mod.combine(plain), atlas)

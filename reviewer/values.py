@@ -95,6 +95,7 @@ class ValuesLoader:
     # global, group and template files, so each is checked, read and listed only once.
     _texts: dict[str, str] = field(default_factory=dict)
     _listings: dict[str, frozenset[str]] = field(default_factory=dict)
+    _jail: jail.Jail | None = None
 
     def load_file(
         self,
@@ -106,7 +107,7 @@ class ValuesLoader:
     ) -> Values:
         """Load one repo-relative values file; `.gotmpl` files see `context` as `.Values`."""
         if secret or source.endswith(SOPS_SUFFIX):
-            jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
+            self.resolve_file(source)
             return self.secrets.load(self.root / source, source=source)
         text = self.read_text(source)
         if source.endswith(GOTMPL_SUFFIX):
@@ -117,10 +118,15 @@ class ValuesLoader:
         """The text of a repo-relative file, jail-checked and read once per side."""
         text = self._texts.get(source)
         if text is None:
-            jail.resolve_file(self.root, source)  # refuses escaping symlinks and special files
-            text = yamlio.read_text(self.root / source, source=source)
+            text = yamlio.read_text(self.resolve_file(source), source=source)
             self._texts[source] = text
         return text
+
+    def resolve_file(self, source: str) -> Path:
+        """The real path of a repo-relative file; refuses escaping symlinks and special files."""
+        if self._jail is None:
+            self._jail = jail.Jail(self.root)
+        return self._jail.resolve_file(source)
 
     def is_file(self, source: str) -> bool:
         """Whether the repo-relative `source` is a file (or a link to one), listing its
@@ -199,7 +205,11 @@ class ValuesLoader:
         layers: list[Layer] = []
         merged: Values = {}
         for entry, level, secret in entries:
-            context = _entry_context(merged, level, hierarchy, atlas, instance_values)
+            # Only a `.gotmpl` file sees a context: building one merges the whole hierarchy.
+            rendered = not secret and (entry.file or "").endswith(GOTMPL_SUFFIX)
+            context = (
+                _entry_context(merged, level, hierarchy, atlas, instance_values) if rendered else {}
+            )
             values = self._load_entry(entry, context=context, secret=secret, release=release)
             source = entry.file or f"{entry.declared_in} {entry.field}"
             layers.append(Layer(source, level, values, secret=secret))
