@@ -7,6 +7,7 @@ Protocol without touching later stages.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +124,7 @@ class HierarchySource:
 def _not_clusters(root: Path, definitions: Path, clusters: set[str]) -> tuple[str, ...]:
     """Directories that look like clusters (`cluster.values.*`) but have no `apps/`."""
     found: list[str] = []
-    for values in sorted(definitions.rglob(CLUSTER_VALUES)):
+    for values in sorted(_cluster_values_files(definitions)):
         directory = values.parent
         path = _relative(root, directory)
         if (directory / APPS).is_dir() or path in found:
@@ -134,6 +135,29 @@ def _not_clusters(root: Path, definitions: Path, clusters: set[str]) -> tuple[st
             continue
         found.append(path)
     return tuple(found)
+
+
+def _cluster_values_files(directory: Path) -> list[Path]:
+    """`directory.rglob(CLUSTER_VALUES)` without entering `apps/` or hidden directories,
+    whose matches `_not_clusters` drops anyway: a walk of the levels, not of every
+    deployment. Like rglob, it does not descend into symlinked directories."""
+    found: list[Path] = []
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as scanned:
+                entries = list(scanned)
+        except OSError:
+            continue
+        for entry in entries:
+            if fnmatch.fnmatchcase(entry.name, CLUSTER_VALUES):
+                found.append(current / entry.name)
+            if entry.name == APPS or entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(current / entry.name)
+    return found
 
 
 def discovery_warnings(base_root: Path, head_root: Path, layout: Layout) -> tuple[str, ...]:

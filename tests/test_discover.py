@@ -159,3 +159,31 @@ def test_discover_refuses_two_clusters_of_one_name(tmp_path: Path) -> None:
     repo.write("deployments/b/edge/apps/.keep", "")
     with pytest.raises(RepositoryError, match="'edge' at a/edge, b/edge"):
         HierarchySource().discover(tmp_path)
+
+
+def test_directories_without_apps_are_listed_wherever_the_levels_reach(tmp_path: Path) -> None:
+    """Not-clusters are found at any depth of the levels, never inside `apps/` or hidden
+    directories, and not through a symlinked directory (as a recursive glob has it)."""
+    root = tmp_path / "deployments"
+    for directory in ("g/c1/apps/x", "g/c2", "g/.hidden/c3", "g/apps/c4", "h/c5/sub", "real/c6"):
+        (root / directory).mkdir(parents=True)
+    for file in (
+        "g/c1/cluster.values.yaml",
+        "g/c1/apps/x/cluster.values.yaml",
+        "g/c2/cluster.values.yaml",
+        "g/.hidden/c3/cluster.values.yaml",
+        "g/apps/c4/cluster.values.yaml",
+        "h/c5/sub/cluster.values.yaml.gotmpl",
+        "real/c6/cluster.values.yaml",
+    ):
+        (root / file).write_text("a: 1\n")
+    (root / "g" / "link").symlink_to(root / "real")
+
+    fleet = HierarchySource(Layout()).discover(tmp_path)
+
+    assert [cluster.path for cluster in fleet.clusters] == ["g/c1"]
+    assert fleet.not_clusters == (
+        "deployments/g/c2",
+        "deployments/h/c5/sub",
+        "deployments/real/c6",
+    )
