@@ -17,8 +17,10 @@ from reviewer.config import RepoConfig
 from reviewer.discover import Layout
 from reviewer.filters import check_selection
 from reviewer.gotmpl import TemplateRenderer
+from reviewer.limits import Limits
 from reviewer.model import ReleaseId, RenderedRelease, Snapshot
 from reviewer.plan_cache import SidePlans
+from reviewer.plan_parts import plan_side_in_parts
 from reviewer.redact import LeakGuard, Redactor
 from reviewer.regenerated import Regeneration, find_regenerated, publishable
 from reviewer.render import RenderCache, render_again
@@ -132,12 +134,14 @@ def prepare_sides(
             selection.deployments,
             warn=unknown_filter,
         )
-    renderer = TemplateRenderer(request.tooling.limits_with(config))
+    limits = request.tooling.limits_with(config)
+    renderer = TemplateRenderer(limits)
     decoder = SopsDecoder(keyless=request.secrets, programs=options.programs)
     fast = request.fast_path and len(sources) == len(hierarchies) == 1
     with open_tooling(request.tooling, config) as tools:
         stored = _plan_caches(changes, roots, tools, config, options)
-        rendering = _Rendering(options, tools, renderer, decoder, stored)
+        split = request.tooling.jobs >= 2
+        rendering = _Rendering(options, tools, renderer, decoder, stored, limits, split)
         skip = (
             fast
             and not request.render_unchanged
@@ -188,6 +192,9 @@ class _Rendering:
     decoder: SopsDecoder
     stored: tuple[SidePlans | None, ...] = ()
     """Each root's view of the plan cache (fast path with a render cache only)."""
+    limits: Limits = field(default_factory=Limits)
+    split: bool = False
+    """Whether a large side planned from scratch may take two processes (`--jobs` 2+)."""
 
     def sides(
         self,
@@ -246,6 +253,15 @@ class _Rendering:
     def _plan(
         self, root: Path, reuse: Reuse | None = None, stored: SidePlans | None = None
     ) -> PlannedSide:
+        if reuse is None and self.split:
+            return plan_side_in_parts(
+                root,
+                options=self.options,
+                renderer=self.renderer,
+                decoder=self.decoder,
+                limits=self.limits,
+                stored=stored,
+            )
         return plan_twins(
             root,
             options=self.options,

@@ -110,6 +110,15 @@ class RenderStore:
         # What else decides an outcome without being part of the input digest (render limits).
         self._salt = f"{FORMAT}\0{code_digest()}\0{context}\0"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Another process (a planning share, reviewer/plan_parts.py) counts its own writes
+        # and names its own temporaries.
+        return {**self.__dict__, "written": 0, "_made": set(), "_temporaries": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._temporaries = itertools.count()
+
     def key(self, digest: str) -> str:
         """The entry's name for a release's input digest."""
         return hashlib.sha256((self._salt + digest).encode()).hexdigest()

@@ -83,7 +83,10 @@ def _stop_resource_tracker() -> None:
     """Close the tracker's pipe and wait for it (it exits once no child holds the pipe)."""
     from multiprocessing import resource_tracker
 
-    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    tracker = resource_tracker._resource_tracker
+    if getattr(tracker, "_pid", None) is None:
+        return  # not started here: a spawned process shares its parent's, which stops it
+    stop = getattr(tracker, "_stop", None)
     if stop is not None:
         stop()
 

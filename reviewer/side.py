@@ -65,9 +65,9 @@ class Shard:
             raise ValueError(f"'{text}' is not I/N with 1 <= I <= N")
         return cls(int(index), int(total))
 
-    def holds(self, cluster: str) -> bool:
-        """True when `cluster` belongs to this shard."""
-        digest = hashlib.sha256(cluster.encode()).digest()
+    def holds(self, cluster: str, *, salt: str = "") -> bool:
+        """True when `cluster` belongs to this shard (`salt`: another way to share them)."""
+        digest = hashlib.sha256((salt + cluster).encode()).digest()
         return int.from_bytes(digest[:8], "big") % self.total == self.index - 1
 
 
@@ -78,10 +78,13 @@ class Selection:
     clusters: Sequence[str] = ()
     deployments: Sequence[str] = ()
     shard: Shard | None = None
+    part: Shard | None = None
+    """This process's share of the clusters when a side is planned in several
+    (reviewer/plan_parts.py); shared out independently of `shard`."""
 
     def __call__(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
         """True when the deployment of that cluster is selected."""
-        if self.shard is not None and not self.shard.holds(cluster.path):
+        if not self._shared(cluster.path):
             return False
         if self.clusters and not {cluster.path, cluster.name} & set(self.clusters):
             return False
@@ -89,11 +92,19 @@ class Selection:
 
     def location(self, cluster: str, deployment: str) -> bool:
         """True when releases at (cluster, deployment) of a non-hierarchy source are selected."""
-        if self.shard is not None and not self.shard.holds(cluster):
+        if not self._shared(cluster):
             return False
         if self.clusters and cluster not in self.clusters:
             return False
         return not self.deployments or deployment in self.deployments
+
+    def _shared(self, cluster: str) -> bool:
+        if self.shard is not None and not self.shard.holds(cluster):
+            return False
+        return self.part is None or self.part.holds(cluster, salt=_PART_SALT)
+
+
+_PART_SALT = "plan part\0"
 
 
 @dataclass(frozen=True)

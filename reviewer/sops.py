@@ -21,7 +21,7 @@ import shlex
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -221,6 +221,17 @@ class SopsDecoder:
         """Files given placeholders for want of a key, in the order met (planning threads
         meet them in any order: sort them before showing them)."""
         self._keyless_lock = threading.Lock()
+
+    def settings(self) -> tuple[KeylessMode, Path | None, proc.Programs]:
+        """What this decoder was made with: another process makes its own from these."""
+        return self.keyless, self._binary, self._programs
+
+    def note_keyless(self, sources: Iterable[str]) -> None:
+        """Count files another process gave placeholders as given them here."""
+        with self._keyless_lock:
+            self.keyless_sources.extend(
+                source for source in sources if source not in self.keyless_sources
+            )
 
     def load(self, path: Path, *, source: str) -> dict[str, Any]:
         """The values of the SOPS file at `path`, per the keyless mode."""

@@ -19,7 +19,7 @@ from conftest import GitRepo, Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviewer import capabilities, jail, render, yamlemit, yamlio
+from reviewer import capabilities, jail, plan_parts, render, yamlemit, yamlio
 from reviewer.capabilities import Capabilities
 from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
@@ -96,7 +96,7 @@ def changed_example(git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> GitRe
     return git_repo
 
 
-def _report(repo: GitRepo, out: Path) -> bytes:
+def _report(repo: GitRepo, out: Path, jobs: int = 1) -> bytes:
     with pytest.raises(SystemExit) as done:
         main(
             [
@@ -110,7 +110,7 @@ def _report(repo: GitRepo, out: Path) -> bytes:
                 "--output",
                 str(out),
                 "--jobs",
-                "1",
+                str(jobs),
             ]
         )
     assert done.value.code in (ExitStatus.OK, ExitStatus.CHANGES)
@@ -129,6 +129,18 @@ def test_reports_are_identical_with_and_without_the_fast_path(
         plain = _report(changed_example, tmp_path / "plain.json")
     assert json.loads(fast)["summary"]["releases"]["changed"] > 0
     assert fast == plain
+
+
+def test_a_side_planned_in_two_processes_reports_as_planned_in_one(
+    changed_example: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base side split between two processes (every deployment counts as many, and the
+    example's clusters fall in both shares): SOPS secrets, redaction and order unchanged."""
+    one = _report(changed_example, tmp_path / "one.json")
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    two = _report(changed_example, tmp_path / "two.json", jobs=2)
+    assert json.loads(one)["summary"]["releases"]["changed"] > 0
+    assert two == one
 
 
 # -- normalised YAML: the direct writer against ruamel.yaml ------------------------------

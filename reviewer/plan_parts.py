@@ -1,0 +1,188 @@
+"""One side planned in two processes: each plans a share of the clusters, the shares merge.
+
+Planning is Python (one core for all its threads, whatever their number) plus Go
+templates in the sandbox child. A large side planned from scratch, as the base side of a
+first review is, takes a second core when a spawned process plans half of its clusters
+with its own template sandbox and SOPS decoder, and stores what it planned in the plan
+cache, as this process does. The merged side is what planning it in one process gives:
+releases, errors and deployments in the fleet's order, maps and sets joined.
+
+Only a hierarchy source alone is split (its clusters are independent), and only when
+enough deployments are selected to pay for starting the process (about half a second).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reviewer.discover import Fleet, HierarchySource
+from reviewer.errors import ReviewerError
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.limits import Limits
+from reviewer.plan import Plan
+from reviewer.plan_cache import SidePlans
+from reviewer.proc import Programs
+from reviewer.reuse import DeploymentKey, key_of
+from reviewer.side import PlannedSide, Shard, SideOptions, plan_twins
+from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sources.hierarchy import Hierarchy
+
+SPLIT_AT = 300
+"""Selected deployments from which a side is planned in two processes: below, starting
+the second one costs about as much as it saves (2-core machine, benchmark fleets)."""
+
+_PARTS = 2  # more would need more cores than CI machines have, and more memory
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What the spawned process gives back besides its planned side."""
+
+    planned: PlannedSide
+    keyless: tuple[str, ...]
+    plan_hits: int
+    plans_written: int
+
+
+def plan_side_in_parts(
+    root: Path,
+    *,
+    options: SideOptions,
+    renderer: TemplateRenderer,
+    decoder: SopsDecoder,
+    limits: Limits,
+    stored: SidePlans | None,
+) -> PlannedSide:
+    """`plan_twins` (fast path, nothing reused) of a side, in two processes when its
+    hierarchy has at least `SPLIT_AT` selected deployments."""
+    fleet = _fleet(root, options)
+    if fleet is None or _selected(fleet, options) < SPLIT_AT:
+        return plan_twins(
+            root, options=options, renderer=renderer, secrets=decoder, fast=True, stored=stored
+        )
+    mine, other = (_part(options, index) for index in range(1, _PARTS + 1))
+
+    def here(share: SideOptions) -> PlannedSide:
+        return plan_twins(
+            root, options=share, renderer=renderer, secrets=decoder, fast=True, stored=stored
+        )
+
+    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        # The process gets copies (pickled): its caches and counts are its own.
+        future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
+        planned = [here(mine)]
+        try:
+            theirs: _Share | None = future.result()
+        except BrokenProcessPool:  # the process died (out of memory): plan its share here
+            theirs = None
+    finally:
+        executor.shutdown(cancel_futures=True)
+    if theirs is None:
+        planned.append(here(other))
+    else:
+        planned.append(theirs.planned)
+        decoder.note_keyless(theirs.keyless)
+        if stored is not None:
+            stored.hits += theirs.plan_hits
+            stored.store.written += theirs.plans_written
+    return merged(fleet, planned)
+
+
+def _fleet(root: Path, options: SideOptions) -> Fleet | None:
+    """The side's hierarchy when it is the only source (the only kind split)."""
+    if len(options.sources) != 1 or not isinstance(options.sources[0], Hierarchy):
+        return None
+    try:
+        return HierarchySource(options.sources[0].layout).discover(root)
+    except ReviewerError:
+        return None  # planning reports it, in one process
+
+
+def _selected(fleet: Fleet, options: SideOptions) -> int:
+    return sum(
+        1
+        for cluster in fleet.clusters
+        for deployment in cluster.deployments
+        if options.selection(cluster, deployment)
+    )
+
+
+def _part(options: SideOptions, index: int) -> SideOptions:
+    part = replace(options.selection, part=Shard(index, _PARTS))
+    return replace(options, selection=part)
+
+
+def _plan_share(
+    root: Path,
+    options: SideOptions,
+    limits: Limits,
+    decoding: tuple[KeylessMode, Path | None, Programs],
+    stored: SidePlans | None,
+) -> _Share:
+    """Runs in the spawned process: its share planned with its own sandbox and decoder."""
+    keyless, binary, programs = decoding
+    decoder = SopsDecoder(keyless=keyless, binary=binary, programs=programs)
+    renderer = TemplateRenderer(limits)
+    try:
+        planned = plan_twins(
+            root, options=options, renderer=renderer, secrets=decoder, fast=True, stored=stored
+        )
+    finally:
+        renderer.close()
+    return _Share(
+        planned,
+        tuple(decoder.keyless_sources),
+        stored.hits if stored is not None else 0,
+        stored.store.written if stored is not None else 0,
+    )
+
+
+def merged(fleet: Fleet, parts: Sequence[PlannedSide]) -> PlannedSide:
+    """The sides planned for disjoint shares of `fleet`'s clusters, as one side."""
+    position = {
+        (cluster.path, deployment.name): index
+        for index, (cluster, deployment) in enumerate(
+            (cluster, deployment)
+            for cluster in fleet.clusters
+            for deployment in cluster.deployments
+        )
+    }
+
+    def order(key: DeploymentKey) -> int:
+        return position.get(key, len(position))
+
+    plan = _merged_plans([part.plan for part in parts], order)
+    twin = plan
+    if any(part.has_secrets for part in parts):
+        twin = _merged_plans([part.twin for part in parts], order)
+    seen = sorted(
+        ((key, where) for part in parts for key, where in part.seen.items()),
+        key=lambda item: order(item[0]),
+    )
+    return PlannedSide(
+        plan=plan,
+        twin=twin,
+        replacements={real: shown for part in parts for real, shown in part.replacements.items()},
+        leaves=frozenset().union(*(part.leaves for part in parts)),
+        seen=dict(seen),
+        reused=frozenset().union(*(part.reused for part in parts)),
+        secret_keys=frozenset().union(*(part.secret_keys for part in parts)),
+    )
+
+
+def _merged_plans(plans: Sequence[Plan], order: Callable[[DeploymentKey], int]) -> Plan:
+    releases = [release for plan in plans for release in plan.releases]
+    errors = [error for plan in plans for error in plan.errors]
+    return Plan(
+        releases=tuple(sorted(releases, key=lambda release: order(key_of(release.id)))),
+        errors=tuple(sorted(errors, key=lambda error: order((error.cluster, error.deployment)))),
+        objects=tuple(objects for plan in plans for objects in plan.objects),
+        replacements={real: shown for plan in plans for real, shown in plan.replacements.items()},
+        inputs={rid: inputs for plan in plans for rid, inputs in plan.inputs.items()},
+    )

@@ -1,0 +1,163 @@
+"""A side planned in two processes is the side planned in one: order, secrets, cache."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+from pathlib import Path
+
+import pytest
+from agekeys import AgeIdentity, encrypt, sops_decoder
+
+from reviewer import plan_parts
+from reviewer.discover import HierarchySource, Layout
+from reviewer.filedigests import file_digests
+from reviewer.gotmpl import TemplateRenderer
+from reviewer.limits import Limits
+from reviewer.plan_cache import SidePlans
+from reviewer.render_cache import RenderStore
+from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
+from reviewer.sops import KeylessMode, SopsDecoder
+from reviewer.sources.hierarchy import Hierarchy
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
+OPTIONS = SideOptions(sources=(Hierarchy(),))
+# The example's clusters in the spawned process's share (the salted hash puts these there).
+THEIRS = ("production/us-east", "sandbox", "staging/stg-1")
+
+
+def _demo_identity() -> AgeIdentity:
+    lines = (EXAMPLE / "demo-age-key.txt").read_text(encoding="utf-8").splitlines()
+    recipient = next(line.split(": ")[1] for line in lines if line.startswith("# public key:"))
+    secret = next(line for line in lines if line.startswith("AGE-SECRET-KEY-"))
+    return AgeIdentity(secret, recipient)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example fleet with secrets of its own in a cluster of each share."""
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
+    root = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, root)
+    outside = tmp_path / "encrypting"  # away from the fleet's own .sops.yaml rules
+    outside.mkdir()
+    for cluster, secret in (("production/us-east", "east-only"), ("staging/stg-2", "stg2-only")):
+        encrypted = encrypt(outside, {"token": secret}, _demo_identity())
+        encrypted.rename(root / "deployments" / cluster / "cluster.values.sops.yaml")
+    return root
+
+
+def _split(root: Path, decoder: SopsDecoder, stored: SidePlans | None = None) -> PlannedSide:
+    renderer = TemplateRenderer()
+    try:
+        return plan_parts.plan_side_in_parts(
+            root,
+            options=OPTIONS,
+            renderer=renderer,
+            decoder=decoder,
+            limits=Limits(),
+            stored=stored,
+        )
+    finally:
+        renderer.close()
+
+
+def _whole(root: Path, decoder: SopsDecoder, stored: SidePlans | None = None) -> PlannedSide:
+    renderer = TemplateRenderer()
+    try:
+        return plan_twins(
+            root, options=OPTIONS, renderer=renderer, secrets=decoder, fast=True, stored=stored
+        )
+    finally:
+        renderer.close()
+
+
+def _assert_same(split: PlannedSide, whole: PlannedSide) -> None:
+    assert split.plan == whole.plan  # releases and errors in the same order
+    assert split.twin == whole.twin
+    assert list(split.seen) == list(whole.seen)
+    assert split.replacements == whole.replacements
+    assert split.leaves == whole.leaves
+    assert split.secret_keys == whole.secret_keys
+    assert split.has_secrets == whole.has_secrets
+
+
+def test_the_example_clusters_fall_in_both_shares() -> None:
+    fleet = HierarchySource(Layout()).discover(EXAMPLE)
+    second = Shard(2, 2)
+    shared = Selection(part=second)
+    theirs = [cluster.path for cluster in fleet.clusters if shared(cluster, cluster.deployments[0])]
+    assert tuple(theirs) == THEIRS
+    assert len(theirs) < len(fleet.clusters)
+
+
+def test_a_side_planned_in_two_processes_is_the_side_planned_in_one(
+    fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    split = _split(fleet, sops_decoder(KeylessMode.NEVER))
+    whole = _whole(fleet, sops_decoder(KeylessMode.NEVER))
+    _assert_same(split, whole)
+    # Each share read a secret of its own: both reached the replacement map.
+    assert {"east-only", "stg2-only"} <= set(split.replacements)
+    # The spawned process is gone: only sandbox children may remain.
+    assert all(child.daemon for child in multiprocessing.active_children())
+
+
+def test_secrets_read_by_one_share_only_keep_their_twin(
+    fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for path in ("production/us-east/cluster.values", "production/group.values"):
+        (fleet / "deployments" / f"{path}.sops.yaml").unlink()
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    split = _split(fleet, sops_decoder(KeylessMode.NEVER))
+    _assert_same(split, _whole(fleet, sops_decoder(KeylessMode.NEVER)))
+    assert split.has_secrets
+    assert "stg2-only" in split.replacements
+
+
+def test_files_without_a_key_are_listed_from_both_shares(
+    fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SOPS_AGE_KEY_FILE")
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    split_decoder, whole_decoder = sops_decoder(), sops_decoder()
+    _assert_same(_split(fleet, split_decoder), _whole(fleet, whole_decoder))
+    keyless = sorted(split_decoder.keyless_sources)
+    assert keyless == sorted(whole_decoder.keyless_sources)
+    assert "deployments/production/us-east/cluster.values.sops.yaml" in keyless
+    assert "deployments/staging/stg-2/cluster.values.sops.yaml" in keyless
+
+
+def test_both_shares_fill_the_plan_cache(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    store = RenderStore(tmp_path / "plans", max_bytes=1 << 30)
+    digests = file_digests(fleet)
+
+    def view() -> SidePlans:
+        return SidePlans(store, "context", digests, fleet)
+
+    # Without a key every release reads placeholders, so nothing secret is stored.
+    monkeypatch.delenv("SOPS_AGE_KEY_FILE")
+    first = view()
+    planned = _split(fleet, sops_decoder(), first)
+    assert first.hits == 0
+    assert store.written > 0
+    again = view()
+    assert _whole(fleet, sops_decoder(), again).plan == planned.plan
+    stored = len(planned.seen) - len(planned.secret_keys)
+    assert again.hits == stored > len(THEIRS)
+    split_again = view()
+    _split(fleet, sops_decoder(), split_again)
+    assert split_again.hits == stored
+
+
+def test_a_small_side_is_planned_in_this_process(fleet: Path) -> None:
+    # Below the threshold nothing is spawned: the plan is the one-process plan itself.
+    assert plan_parts.SPLIT_AT > 20
+    _assert_same(
+        _split(fleet, sops_decoder(KeylessMode.NEVER)),
+        _whole(fleet, sops_decoder(KeylessMode.NEVER)),
+    )
