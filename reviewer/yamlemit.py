@@ -40,7 +40,8 @@ class Unsupported(Exception):
 
 # Objects of a fleet repeat the same keys and most of the same values: each distinct
 # string is spelled once per `spell` function, as a value and (checked) as a key.
-# Bounded: only short strings are kept, and a table that grows too large starts again empty.
+# Bounded: only short strings are kept (values up to _MAX_SPELLED_LENGTH, keys up to the
+# shorter _MAX_KEY), and a table that grows too large starts again empty.
 _SPELLED: dict[Spell, tuple[dict[str, str], dict[str, str]]] = {}
 _MAX_SPELLED = 1 << 16
 _MAX_SPELLED_LENGTH = 256
@@ -150,6 +151,8 @@ class _Writer:
             raise Unsupported("key")
         if "\n" in key:
             raise Unsupported("key with a line break")
+        # No length check before keeping it: a key longer than _MAX_KEY (itself shorter than
+        # _MAX_SPELLED_LENGTH) never gets here.
         spelled = self._keys[key] = self.scalar(key)
         return spelled
 

@@ -7,7 +7,7 @@ import subprocess
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from agekeys import AgeIdentity, isolate_sops_key
@@ -111,6 +111,19 @@ class Repo:
 def repo(tmp_path: Path) -> Iterator[Repo]:
     """An empty repository with the values-dump chart and an `app` template."""
     yield Repo(tmp_path / "repo").add_chart().add_template()
+
+
+FLEET_APP = "apps: [{template: app}]\n"
+FLEET_CLUSTERS = ("a", "b", "c")
+AnyRepo = TypeVar("AnyRepo", bound=Repo)
+
+
+def fleet(repo: AnyRepo) -> AnyRepo:
+    """Clusters a, b and c, each deploying the `app` template as `web` with its own values."""
+    for cluster in FLEET_CLUSTERS:
+        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", FLEET_APP)
+        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
+    return repo
 
 
 def release(snapshot: Snapshot, cluster: str, deployment: str, name: str) -> RenderedRelease:

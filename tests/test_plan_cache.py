@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from agekeys import encrypt, isolate_sops_key
-from conftest import GitRepo, git
+from commandargs import run_cli
+from conftest import FLEET_APP, GitRepo, fleet, git
 
-from reviewer.cli import main
 from reviewer.discover import HierarchySource
+from reviewer.errors import ExitStatus
 from reviewer.filedigests import file_digests
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.plan_cache import SidePlans
@@ -22,22 +23,13 @@ from reviewer.reuse import by_deployment
 from reviewer.side import SideOptions, plan_side
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
-APP = "apps: [{template: app}]\n"
-CLUSTERS = ("a", "b", "c")
 STORED = "deployment plan(s) taken from the plan cache"
 SECRET = "Zq8-Long-Secret-4711"
 
 
-def _fleet(repo: GitRepo) -> GitRepo:
-    for cluster in CLUSTERS:
-        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", APP)
-        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
-    return repo
-
-
 def _feature(repo: GitRepo) -> None:
     """The fleet as `main`, and a branch changing cluster a in the working tree."""
-    _fleet(repo).commit("fleet")
+    fleet(repo).commit("fleet")
     git(repo.root, "checkout", "--quiet", "-b", "feature")
     repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
 
@@ -47,11 +39,12 @@ def _diff(
 ) -> tuple[str, str]:
     """The JSON report and stderr of `reviewer diff`, with the render cache `store` or none."""
     cache = ["--render-cache", str(store)] if store else ["--no-render-cache"]
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(["diff", "--repo", str(repo.root), "--format", "json", "--output", str(out), *cache])
-    assert done.value.code == 0
-    return out.read_text(encoding="utf-8"), capsys.readouterr().err
+    code, _, said = run_cli(
+        ["diff", "--repo", str(repo.root), "--format", "json", "--output", str(out), *cache],
+        capsys,
+    )
+    assert code == ExitStatus.OK, said
+    return out.read_text(encoding="utf-8"), said
 
 
 def _stored(said: str) -> int:
@@ -115,7 +108,7 @@ def test_a_file_a_stored_plan_read_changing_plans_that_deployment_again(
 def test_an_unstable_template_function_keeps_the_plan_out(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fleet(git_repo)
+    fleet(git_repo)
     git_repo.write("deployments/b/cluster.values.yaml.gotmpl", 'stamp: {{ now | date "2006" }}\n')
     git_repo.commit("fleet")
     git_repo.write("deployments/a/cluster.values.yaml", "where: a\nreplicas: 3\n")
@@ -132,7 +125,7 @@ def test_a_plan_a_secret_reaches_is_never_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     identity = isolate_sops_key(monkeypatch, tmp_path)
-    _fleet(git_repo)
+    fleet(git_repo)
     encrypt(
         git_repo.root / "deployments/a",
         {"db": {"password": SECRET}},
@@ -157,8 +150,8 @@ def test_a_plan_a_secret_reaches_is_never_written(
 def test_a_symlinked_level_directory_is_never_stored(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _fleet(git_repo)
-    git_repo.write("common/b/apps/web/deployment.yaml", APP)
+    fleet(git_repo)
+    git_repo.write("common/b/apps/web/deployment.yaml", FLEET_APP)
     git_repo.write("common/b/cluster.values.yaml", "where: common b\n")
     shutil.rmtree(git_repo.root / "deployments/b")
     os.symlink("../common/b", git_repo.root / "deployments/b")

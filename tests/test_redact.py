@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from reviewer import proc, yamlio
-from reviewer import redact as redact_module
 from reviewer.errors import CommandError, ReviewerError
 from reviewer.redact import (
     MIN_SUBSTRING_LENGTH,
+    SECRET_MARKER_PREFIX,
     LeakError,
     LeakGuard,
     Redactor,
@@ -417,35 +417,67 @@ def test_no_secret_survives_redaction(values: list[Any]) -> None:
     redactor.guard().check(serialized, "snapshot")
 
 
-_GUARD_SECRETS = ["hunter2-pass", "12345", "line one\nline two", "password"]
-_GUARD_PIECES = st.sampled_from(
-    [
-        *_GUARD_SECRETS,
-        "REDACTED",
-        "[REDACTED]",
-        "<secret:sha256-hmac:0123456789ab>",
-        "12346",
-        "line one\n    line two",
-        "aGVsbG8=",
-        " ",
-        "\n",
-        "-",
-        "x",
-    ]
+_GUARD_SECRETS = ["hunter2-pass", "12345", "line one\nline two", "password", "56789ab"]
+_GUARD_PUBLIC = ["password", "hunter"]
+# Pieces where no secret shows but inside what redaction writes or a public word: the
+# secrets' redacted forms (12345 and 1234567.8 are redacted numbers, and equal or hold
+# the secret 12345), a Secret marker holding 56789ab, the key `password`, near misses.
+_CLEAN_PIECES = st.one_of(
+    st.sampled_from(
+        [
+            *(str(redact_scalar(secret)) for secret in _GUARD_SECRETS),
+            str(redact_scalar(12345)),
+            str(redact_scalar(1234567.8)),
+            f"{SECRET_MARKER_PREFIX}0123456789ab>",
+            "[REDACTED]",
+            *_GUARD_PUBLIC,
+            *("hunter2", "pass", "12346", "line one\n    line three", "aGVsbG8=", " ", "-"),
+        ]
+    ),
+    st.text(max_size=6).filter(lambda text: "12345" not in text),  # too short for the rest
+)
+# Pieces showing a secret (or an encoding of it) where no redaction token or public word
+# covers it: a number inside a word is no redacted number, `passwords` is no key.
+_LEAKS = st.builds(
+    lambda before, leak, after: before + leak + after,
+    st.text("xR _-:.", max_size=3),
+    st.sampled_from(
+        [
+            "hunter2-pass",
+            _b64("hunter2-pass"),
+            quote("line one\nline two", safe=""),
+            json.dumps("line one\nline two")[1:-1],
+            "line one\n      line two",  # re-indented by Helm's `indent`
+            "id12345",
+            "12345th",
+            "passwords",
+            "mypassword",
+            "56789ab",
+            _b64("56789ab"),
+        ]
+    ),
+    st.text("xR _-:.", max_size=3),
 )
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(_GUARD_PIECES, st.text(max_size=6)), max_size=8))
-def test_leak_guard_refuses_exactly_the_texts_it_refused_before(pieces: list[str]) -> None:
-    # The guard first looks for any occurrence in the whole text; it must refuse the same
-    # texts as looking only outside the redaction tokens and public words did.
-    guard = LeakGuard(_GUARD_SECRETS, public=["password", "hunter"])
-    text = "".join(pieces)
-    outside = redact_module._outside(guard._tokens, text)
-    leaked = any(guard._matcher.search(piece) for piece in outside)
-    if leaked:
-        with pytest.raises(LeakError):
-            guard.check(text, "report")
-    else:
+@given(
+    clean=st.lists(_CLEAN_PIECES, max_size=8),
+    leak=st.none() | st.tuples(_LEAKS, st.integers(min_value=0, max_value=8)),
+    separator=st.sampled_from(["|", " | ", "|\n  "]),
+)
+def test_leak_guard_refuses_a_secret_outside_redaction_output_and_public_words(
+    clean: list[str], leak: tuple[str, int] | None, separator: str
+) -> None:
+    # No form of these secrets holds `|`: a secret in the text shows within one piece.
+    guard = LeakGuard(_GUARD_SECRETS, public=_GUARD_PUBLIC)
+    pieces = list(clean)
+    if leak is not None:
+        pieces.insert(leak[1], leak[0])
+    text = separator.join(pieces)
+    if leak is None:
         guard.check(text, "report")
+        return
+    with pytest.raises(LeakError) as refused:
+        guard.check(text, "report")
+    assert not any(secret in str(refused.value) for secret in _GUARD_SECRETS)

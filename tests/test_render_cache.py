@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from agekeys import encrypt, isolate_sops_key
-from conftest import GitRepo, Repo, git
+from conftest import FLEET_APP, FLEET_CLUSTERS, GitRepo, Repo, fleet, git
 
 from reviewer.cli import main
 from reviewer.prepare import SideRequest, prepare_sides
@@ -21,16 +21,6 @@ from reviewer.render import RenderCache
 from reviewer.render_cache import RenderStore
 from reviewer.side import ProgressBar, SideOptions
 from reviewer.tooling import Tooling
-
-APP = "apps: [{template: app}]\n"
-CLUSTERS = ("a", "b", "c")
-
-
-def fleet(repo: Repo) -> Repo:
-    for cluster in CLUSTERS:
-        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", APP)
-        repo.write(f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\n")
-    return repo
 
 
 def render_counts(root: Path, store: Path, *, mib: int = 512) -> RenderCache:
@@ -201,7 +191,7 @@ def test_the_size_bound_evicts_the_least_recently_used(repo: Repo, tmp_path: Pat
 def test_a_run_leaves_the_cache_within_its_bound(repo: Repo, tmp_path: Path) -> None:
     fleet(repo)
     # About 0.4 MiB of output per release: three do not fit in 1 MiB.
-    for cluster in CLUSTERS:
+    for cluster in FLEET_CLUSTERS:
         blob = cluster * 400_000
         repo.write(
             f"deployments/{cluster}/cluster.values.yaml", f"where: {cluster}\nblob: {blob}\n"
@@ -216,7 +206,7 @@ def test_a_run_leaves_the_cache_within_its_bound(repo: Repo, tmp_path: Path) -> 
 def test_concurrent_writers_leave_only_whole_entries(repo: Repo, tmp_path: Path) -> None:
     fleet(repo)
     for cluster in ("d", "e", "f", "g"):
-        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", APP)
+        repo.write(f"deployments/{cluster}/apps/web/deployment.yaml", FLEET_APP)
     store = tmp_path / "render-cache"
     command = [
         sys.executable,

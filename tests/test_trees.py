@@ -64,7 +64,8 @@ def directories(tree: Path) -> set[str]:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> GitRepo:
+def user_repo(tmp_path: Path) -> GitRepo:
+    """The user's repository: files, a directory, an ignored pattern and a symlink, committed."""
     repo = GitRepo(tmp_path / "repo")
     repo.write("a.txt", "a\n").write("dir/b.txt", "b\n").write("dir/deep/c.txt", "c\n")
     repo.write(".gitignore", "*.log\n")
@@ -86,13 +87,13 @@ def user_state(repo: Path) -> tuple[str, ...]:
     )
 
 
-def test_a_kept_tree_is_restored_to_exactly_the_commit(repo: GitRepo, tmp_path: Path) -> None:
+def test_a_kept_tree_is_restored_to_exactly_the_commit(user_repo: GitRepo, tmp_path: Path) -> None:
     notes: list[str] = []
     trees = kept(tmp_path / "trees", notes)
-    sha = git(repo.root, "rev-parse", "HEAD")
-    before = user_state(repo.root)
-    with trees.checkout(repo.root, sha, "base") as tree:
-        assert tree_files(tree) == committed_files(repo.root, sha)
+    sha = git(user_repo.root, "rev-parse", "HEAD")
+    before = user_state(user_repo.root)
+    with trees.checkout(user_repo.root, sha, "base") as tree:
+        assert tree_files(tree) == committed_files(user_repo.root, sha)
         (tree / "a.txt").write_text("tampered\n")
         (tree / "dir/b.txt").chmod(0o755)
         (tree / "extra.txt").write_text("left over\n")
@@ -103,108 +104,114 @@ def test_a_kept_tree_is_restored_to_exactly_the_commit(repo: GitRepo, tmp_path: 
         (tree / "link").unlink()
         (tree / "link").symlink_to("/etc/hostname")
         (tree / "dir/deep/c.txt").unlink()
-        assert user_state(repo.root) == before
-    with trees.checkout(repo.root, sha, "base") as again:
+        assert user_state(user_repo.root) == before
+    with trees.checkout(user_repo.root, sha, "base") as again:
         assert again == tree
-        assert tree_files(tree) == committed_files(repo.root, sha)
+        assert tree_files(tree) == committed_files(user_repo.root, sha)
         assert directories(tree) == {"dir", "dir/deep"}
         assert not os.access(tree / "dir/b.txt", os.X_OK)
     assert notes == [f"base checkout: new tree {tree}", f"base checkout: reused tree {tree}"]
-    assert user_state(repo.root) == before
+    assert user_state(user_repo.root) == before
     assert stat.S_IMODE((tmp_path / "trees").stat().st_mode) == 0o700
 
 
-def test_a_sparse_user_checkout_still_gives_a_whole_tree(repo: GitRepo, tmp_path: Path) -> None:
-    git(repo.root, "sparse-checkout", "set", "--no-cone", "/dir/")
-    assert not (repo.root / "a.txt").exists()
-    sha = git(repo.root, "rev-parse", "HEAD")
+def test_a_sparse_user_checkout_still_gives_a_whole_tree(
+    user_repo: GitRepo, tmp_path: Path
+) -> None:
+    git(user_repo.root, "sparse-checkout", "set", "--no-cone", "/dir/")
+    assert not (user_repo.root / "a.txt").exists()
+    sha = git(user_repo.root, "rev-parse", "HEAD")
     for _ in range(2):
-        with kept(tmp_path / "trees", []).checkout(repo.root, sha, "base") as tree:
-            assert tree_files(tree) == committed_files(repo.root, sha)
+        with kept(tmp_path / "trees", []).checkout(user_repo.root, sha, "base") as tree:
+            assert tree_files(tree) == committed_files(user_repo.root, sha)
 
 
-def test_a_kept_tree_follows_the_base_to_another_commit(repo: GitRepo, tmp_path: Path) -> None:
+def test_a_kept_tree_follows_the_base_to_another_commit(user_repo: GitRepo, tmp_path: Path) -> None:
     trees = kept(tmp_path / "trees", [])
-    first = git(repo.root, "rev-parse", "HEAD")
-    repo.remove("dir/deep").write("a.txt", "changed\n").write("new/n.txt", "n\n")
-    (repo.root / "link").unlink()
-    (repo.root / "link").symlink_to("a.txt")
-    (repo.root / "dir/deep").write_text("a file where a directory was\n")
-    second = repo.commit("second")
+    first = git(user_repo.root, "rev-parse", "HEAD")
+    user_repo.remove("dir/deep").write("a.txt", "changed\n").write("new/n.txt", "n\n")
+    (user_repo.root / "link").unlink()
+    (user_repo.root / "link").symlink_to("a.txt")
+    (user_repo.root / "dir/deep").write_text("a file where a directory was\n")
+    second = user_repo.commit("second")
     for sha in (first, second, first, second):
-        with trees.checkout(repo.root, sha, "base") as tree:
-            assert tree_files(tree) == committed_files(repo.root, sha)
+        with trees.checkout(user_repo.root, sha, "base") as tree:
+            assert tree_files(tree) == committed_files(user_repo.root, sha)
             assert git(tree, "rev-parse", "HEAD") == sha
 
 
-def test_change_detection_reads_git_ids_from_a_kept_tree(repo: GitRepo, tmp_path: Path) -> None:
+def test_change_detection_reads_git_ids_from_a_kept_tree(
+    user_repo: GitRepo, tmp_path: Path
+) -> None:
     trees = kept(tmp_path / "trees", [])
-    sha = git(repo.root, "rev-parse", "HEAD")
+    sha = git(user_repo.root, "rev-parse", "HEAD")
     for _ in range(2):
-        with trees.checkout(repo.root, sha, "base") as tree:
+        with trees.checkout(user_repo.root, sha, "base") as tree:
             digests = tree_digests(tree)
             assert digests is not None
             assert digests.digests["a.txt"] == "git-sha1:" + git(
-                repo.root, "rev-parse", "HEAD:a.txt"
+                user_repo.root, "rev-parse", "HEAD:a.txt"
             )
 
 
-def test_a_busy_tree_gives_way_to_a_temporary_worktree(repo: GitRepo, tmp_path: Path) -> None:
+def test_a_busy_tree_gives_way_to_a_temporary_worktree(user_repo: GitRepo, tmp_path: Path) -> None:
     notes: list[str] = []
     trees = kept(tmp_path / "trees", notes)
-    sha = git(repo.root, "rev-parse", "HEAD")
+    sha = git(user_repo.root, "rev-parse", "HEAD")
     with (
-        trees.checkout(repo.root, sha, "base") as tree,
-        trees.checkout(repo.root, sha, "base") as other,
+        trees.checkout(user_repo.root, sha, "base") as tree,
+        trees.checkout(user_repo.root, sha, "base") as other,
     ):
         assert other != tree
-        assert tree_files(other) == committed_files(repo.root, sha)
-        assert str(other) in git(repo.root, "worktree", "list")
+        assert tree_files(other) == committed_files(user_repo.root, sha)
+        assert str(other) in git(user_repo.root, "worktree", "list")
     assert notes[-1] == "base checkout: temporary worktree (the kept tree is in use)"
-    assert git(repo.root, "worktree", "list").count("\n") == 0
+    assert git(user_repo.root, "worktree", "list").count("\n") == 0
 
 
-def test_an_interrupted_update_is_rebuilt(repo: GitRepo, tmp_path: Path) -> None:
+def test_an_interrupted_update_is_rebuilt(user_repo: GitRepo, tmp_path: Path) -> None:
     notes: list[str] = []
     trees = kept(tmp_path / "trees", notes)
-    sha = git(repo.root, "rev-parse", "HEAD")
-    with trees.checkout(repo.root, sha, "base") as tree:
+    sha = git(user_repo.root, "rev-parse", "HEAD")
+    with trees.checkout(user_repo.root, sha, "base") as tree:
         pass
     (tree.parent / "complete").unlink()  # as a run killed between two git steps leaves it
     (tree / "a.txt").write_text("half-written\n")
     os.utime(tree / "a.txt", (0, 0))  # a stat that would fool a stat check
-    with trees.checkout(repo.root, sha, "base") as tree:
-        assert tree_files(tree) == committed_files(repo.root, sha)
+    with trees.checkout(user_repo.root, sha, "base") as tree:
+        assert tree_files(tree) == committed_files(user_repo.root, sha)
     assert notes[-1] == f"base checkout: new tree {tree}"
 
 
-def test_a_failing_update_falls_back_and_removes_the_tree(repo: GitRepo, tmp_path: Path) -> None:
+def test_a_failing_update_falls_back_and_removes_the_tree(
+    user_repo: GitRepo, tmp_path: Path
+) -> None:
     notes: list[str] = []
     trees = kept(tmp_path / "trees", notes)
-    sha = git(repo.root, "rev-parse", "HEAD")
-    with trees.checkout(repo.root, sha, "base") as tree:
+    sha = git(user_repo.root, "rev-parse", "HEAD")
+    with trees.checkout(user_repo.root, sha, "base") as tree:
         pass
     (tree.parent / "git/index").write_bytes(b"not an index")
-    with trees.checkout(repo.root, sha, "base") as fallback:
+    with trees.checkout(user_repo.root, sha, "base") as fallback:
         assert fallback != tree
-        assert tree_files(fallback) == committed_files(repo.root, sha)
+        assert tree_files(fallback) == committed_files(user_repo.root, sha)
         assert not tree.parent.exists()
     assert notes[-1] == "base checkout: temporary worktree (updating the kept tree failed)"
-    with trees.checkout(repo.root, sha, "base") as rebuilt:
+    with trees.checkout(user_repo.root, sha, "base") as rebuilt:
         assert rebuilt == tree
     assert notes[-1] == f"base checkout: new tree {tree}"
 
 
 def test_an_unusable_trees_directory_gives_a_temporary_worktree(
-    repo: GitRepo, tmp_path: Path
+    user_repo: GitRepo, tmp_path: Path
 ) -> None:
     notes: list[str] = []
     (tmp_path / "trees").write_text("a file where the directory should be\n")
-    sha = git(repo.root, "rev-parse", "HEAD")
-    with kept(tmp_path / "trees", notes).checkout(repo.root, sha, "base") as tree:
-        assert tree_files(tree) == committed_files(repo.root, sha)
+    sha = git(user_repo.root, "rev-parse", "HEAD")
+    with kept(tmp_path / "trees", notes).checkout(user_repo.root, sha, "base") as tree:
+        assert tree_files(tree) == committed_files(user_repo.root, sha)
     assert notes == [f"base checkout: temporary worktree (cannot keep trees in {tmp_path}/trees)"]
-    assert git(repo.root, "worktree", "list").count("\n") == 0
+    assert git(user_repo.root, "worktree", "list").count("\n") == 0
 
 
 def test_only_the_most_recently_used_repositories_keep_trees(tmp_path: Path) -> None:
@@ -225,29 +232,29 @@ def test_only_the_most_recently_used_repositories_keep_trees(tmp_path: Path) -> 
     assert len([path for path in root.iterdir() if path.is_dir()]) == 2
 
 
-def test_clearing_leaves_the_trees_a_run_is_using(repo: GitRepo, tmp_path: Path) -> None:
+def test_clearing_leaves_the_trees_a_run_is_using(user_repo: GitRepo, tmp_path: Path) -> None:
     root = tmp_path / "trees"
-    sha = git(repo.root, "rev-parse", "HEAD")
-    with kept(root, []).checkout(repo.root, sha, "base") as tree:
+    sha = git(user_repo.root, "rev-parse", "HEAD")
+    with kept(root, []).checkout(user_repo.root, sha, "base") as tree:
         assert clear(root) == 1
-        assert tree_files(tree) == committed_files(repo.root, sha)
+        assert tree_files(tree) == committed_files(user_repo.root, sha)
         assert usage(root).repositories == 1
     assert clear(root) == 0
     assert usage(root) == TreesUsage(0, 0)
 
 
-def test_head_and_merge_sides_get_their_own_trees(repo: GitRepo, tmp_path: Path) -> None:
+def test_head_and_merge_sides_get_their_own_trees(user_repo: GitRepo, tmp_path: Path) -> None:
     notes: list[str] = []
     trees = kept(tmp_path / "trees", notes)
-    git(repo.root, "checkout", "--quiet", "-b", "feature")
-    repo.write("a.txt", "feature\n")
-    repo.commit("feature")
-    git(repo.root, "checkout", "--quiet", "main")
-    repo.write("dir/b.txt", "main moved\n")
-    repo.commit("main")
+    git(user_repo.root, "checkout", "--quiet", "-b", "feature")
+    user_repo.write("a.txt", "feature\n")
+    user_repo.commit("feature")
+    git(user_repo.root, "checkout", "--quiet", "main")
+    user_repo.write("dir/b.txt", "main moved\n")
+    user_repo.commit("main")
     for _ in range(2):
         with git_sides(
-            repo.root, base="main", head="feature", merge=True, checkout=trees.checkout
+            user_repo.root, base="main", head="feature", merge=True, checkout=trees.checkout
         ) as sides:
             assert (sides.head.root / "a.txt").read_text() == "feature\n"
             assert (sides.head.root / "dir/b.txt").read_text() == "main moved\n"
