@@ -34,7 +34,7 @@ def _demo_identity() -> AgeIdentity:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The example fleet with secrets of its own in a cluster of each share."""
     monkeypatch.setenv("SOPS_AGE_KEY_FILE", str(EXAMPLE / "demo-age-key.txt"))
     root = tmp_path / "fleet"
@@ -92,11 +92,11 @@ def test_the_example_clusters_fall_in_both_shares() -> None:
 
 
 def test_a_side_planned_in_two_processes_is_the_side_planned_in_one(
-    fleet: Path, monkeypatch: pytest.MonkeyPatch
+    example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
-    split = _split(fleet, sops_decoder(KeylessMode.NEVER))
-    whole = _whole(fleet, sops_decoder(KeylessMode.NEVER))
+    split = _split(example, sops_decoder(KeylessMode.NEVER))
+    whole = _whole(example, sops_decoder(KeylessMode.NEVER))
     _assert_same(split, whole)
     # Each share read a secret of its own: both reached the replacement map.
     assert {"east-only", "stg2-only"} <= set(split.replacements)
@@ -105,24 +105,24 @@ def test_a_side_planned_in_two_processes_is_the_side_planned_in_one(
 
 
 def test_secrets_read_by_one_share_only_keep_their_twin(
-    fleet: Path, monkeypatch: pytest.MonkeyPatch
+    example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for path in ("production/us-east/cluster.values", "production/group.values"):
-        (fleet / "deployments" / f"{path}.sops.yaml").unlink()
+        (example / "deployments" / f"{path}.sops.yaml").unlink()
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
-    split = _split(fleet, sops_decoder(KeylessMode.NEVER))
-    _assert_same(split, _whole(fleet, sops_decoder(KeylessMode.NEVER)))
+    split = _split(example, sops_decoder(KeylessMode.NEVER))
+    _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
     assert split.has_secrets
     assert "stg2-only" in split.replacements
 
 
 def test_files_without_a_key_are_listed_from_both_shares(
-    fleet: Path, monkeypatch: pytest.MonkeyPatch
+    example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SOPS_AGE_KEY_FILE")
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
     split_decoder, whole_decoder = sops_decoder(), sops_decoder()
-    _assert_same(_split(fleet, split_decoder), _whole(fleet, whole_decoder))
+    _assert_same(_split(example, split_decoder), _whole(example, whole_decoder))
     keyless = sorted(split_decoder.keyless_sources)
     assert keyless == sorted(whole_decoder.keyless_sources)
     assert "deployments/production/us-east/cluster.values.sops.yaml" in keyless
@@ -130,34 +130,34 @@ def test_files_without_a_key_are_listed_from_both_shares(
 
 
 def test_both_shares_fill_the_plan_cache(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
     store = RenderStore(tmp_path / "plans", max_bytes=1 << 30)
-    digests = file_digests(fleet)
+    digests = file_digests(example)
 
     def view() -> SidePlans:
-        return SidePlans(store, "context", digests, fleet)
+        return SidePlans(store, "context", digests, example)
 
     # Without a key every release reads placeholders, so nothing secret is stored.
     monkeypatch.delenv("SOPS_AGE_KEY_FILE")
     first = view()
-    planned = _split(fleet, sops_decoder(), first)
+    planned = _split(example, sops_decoder(), first)
     assert first.hits == 0
     assert store.written > 0
     again = view()
-    assert _whole(fleet, sops_decoder(), again).plan == planned.plan
+    assert _whole(example, sops_decoder(), again).plan == planned.plan
     stored = len(planned.seen) - len(planned.secret_keys)
     assert again.hits == stored > len(THEIRS)
     split_again = view()
-    _split(fleet, sops_decoder(), split_again)
+    _split(example, sops_decoder(), split_again)
     assert split_again.hits == stored
 
 
-def test_a_small_side_is_planned_in_this_process(fleet: Path) -> None:
+def test_a_small_side_is_planned_in_this_process(example: Path) -> None:
     # Below the threshold nothing is spawned: the plan is the one-process plan itself.
     assert plan_parts.SPLIT_AT > 20
     _assert_same(
-        _split(fleet, sops_decoder(KeylessMode.NEVER)),
-        _whole(fleet, sops_decoder(KeylessMode.NEVER)),
+        _split(example, sops_decoder(KeylessMode.NEVER)),
+        _whole(example, sops_decoder(KeylessMode.NEVER)),
     )
