@@ -55,16 +55,15 @@ class SidePlans:
     hits: int = 0
     """Deployments whose plan was taken from the cache."""
     _directories: set[str] | None = field(default=None, repr=False)
+    _looked_up: dict[tuple[str, str], str | None] = field(default_factory=dict, repr=False)
+    """Per deployment: the digest its stored plan is under now (`holds`, then `lookup`)."""
     _unstable_files: dict[str, bool] = field(default_factory=dict, repr=False)
     """Whether each `.gotmpl` file calls an unstable function: every deployment of a fleet
     reads the same template and hierarchy files, so each is scanned once."""
 
     def lookup(self, cluster: Cluster, deployment: DeploymentDir) -> tuple[ReleasePlan, ...] | None:
         """The deployment's stored releases when every file its plan read is unchanged."""
-        index = self.store.load_data(self._index_key(cluster, deployment))
-        if not isinstance(index, list) or not all(isinstance(path, str) for path in index):
-            return None
-        contents = self._contents(index)
+        contents = self._stored_contents(cluster, deployment)
         if contents is None:
             return None
         payload = self.store.load_data(contents)
@@ -80,6 +79,23 @@ class SidePlans:
             return None
         self.hits += 1
         return releases
+
+    def holds(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
+        """Whether a plan is stored for the deployment as its files are now (not loaded)."""
+        contents = self._stored_contents(cluster, deployment)
+        return contents is not None and self.store.holds(contents)
+
+    def _stored_contents(self, cluster: Cluster, deployment: DeploymentDir) -> str | None:
+        """The digest of the files the deployment's stored plan read, as they are now."""
+        key = (cluster.path, deployment.name)
+        if key in self._looked_up:
+            return self._looked_up[key]
+        index = self.store.load_data(self._index_key(cluster, deployment))
+        contents = None
+        if isinstance(index, list) and all(isinstance(path, str) for path in index):
+            contents = self._contents(index)
+        self._looked_up[key] = contents
+        return contents
 
     def save(
         self, cluster: Cluster, deployment: DeploymentDir, releases: Iterable[ReleasePlan]

@@ -8,7 +8,8 @@ cache, as this process does. The merged side is what planning it in one process 
 releases, errors and deployments in the fleet's order, maps and sets joined.
 
 Only a hierarchy source alone is split (its clusters are independent), and only when
-enough deployments are selected to pay for starting the process (about half a second).
+enough selected deployments are missing from the plan cache to pay for starting the
+process (about half a second).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
 
 SPLIT_AT = 300
-"""Selected deployments from which a side is planned in two processes: below, starting
-the second one costs about as much as it saves (2-core machine, benchmark fleets)."""
+"""Deployments to plan (selected, not in the plan cache) from which a side is planned in
+two processes: below, starting the second one costs about as much as it saves."""
 
 _PARTS = 2  # more would need more cores than CI machines have, and more memory
 
@@ -59,9 +60,9 @@ def plan_side_in_parts(
     stored: SidePlans | None,
 ) -> PlannedSide:
     """`plan_twins` (fast path, nothing reused) of a side, in two processes when its
-    hierarchy has at least `SPLIT_AT` selected deployments."""
+    hierarchy has at least `SPLIT_AT` selected deployments to plan."""
     fleet = _fleet(root, options)
-    if fleet is None or _selected(fleet, options) < SPLIT_AT:
+    if fleet is None or _to_plan(fleet, options, stored) < SPLIT_AT:
         return plan_twins(
             root, options=options, renderer=renderer, secrets=decoder, fast=True, stored=stored
         )
@@ -104,12 +105,14 @@ def _fleet(root: Path, options: SideOptions) -> Fleet | None:
         return None  # planning reports it, in one process
 
 
-def _selected(fleet: Fleet, options: SideOptions) -> int:
+def _to_plan(fleet: Fleet, options: SideOptions, stored: SidePlans | None) -> int:
+    """Selected deployments the plan cache does not hold (those are loaded, not planned)."""
     return sum(
         1
         for cluster in fleet.clusters
         for deployment in cluster.deployments
         if options.selection(cluster, deployment)
+        and (stored is None or not stored.holds(cluster, deployment))
     )
 
 

@@ -151,6 +151,10 @@ class RenderStore:
                 os.utime(path)  # recently used: evicted last
         return payload
 
+    def holds(self, digest: str) -> bool:
+        """Whether an entry is stored for `digest` (not read, nor checked)."""
+        return self._path(self.key(digest)).is_file()
+
     def save_data(self, digest: str, payload: object) -> bool:
         """Store JSON data for `digest` (atomically); False when it is not stored."""
         key = self.key(digest)
