@@ -14,6 +14,7 @@ process (about half a second).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -73,26 +74,27 @@ def plan_side_in_parts(
             root, options=share, renderer=renderer, secrets=decoder, fast=True, stored=stored
         )
 
+    theirs: _Share | None = None
     executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     try:
         # The process gets copies (pickled): its caches and counts are its own.
         future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
         planned = [here(mine)]
-        try:
-            theirs: _Share | None = future.result()
-        except BrokenProcessPool:  # the process died (out of memory): plan its share here
-            theirs = None
+        with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): plan it here
+            theirs = future.result()
     finally:
         executor.shutdown(cancel_futures=True)
-    if theirs is None:
-        planned.append(here(other))
-    else:
-        planned.append(theirs.planned)
-        decoder.note_keyless(theirs.keyless)
-        if stored is not None:
-            stored.hits += theirs.plan_hits
-            stored.store.written += theirs.plans_written
+    planned.append(here(other) if theirs is None else _taken(theirs, decoder, stored))
     return merged(fleet, planned)
+
+
+def _taken(share: _Share, decoder: SopsDecoder, stored: SidePlans | None) -> PlannedSide:
+    """The share's side, with what its process counted added to this one's counts."""
+    decoder.note_keyless(share.keyless)
+    if stored is not None:
+        stored.hits += share.plan_hits
+        stored.store.written += share.plans_written
+    return share.planned
 
 
 def _fleet(root: Path, options: SideOptions) -> Fleet | None:
