@@ -29,8 +29,8 @@ from reviewer.limits import Limits
 from reviewer.plan import Plan
 from reviewer.plan_cache import SidePlans
 from reviewer.proc import Programs
-from reviewer.reuse import DeploymentKey, key_of
-from reviewer.side import PlannedSide, Shard, SideOptions, plan_twins
+from reviewer.reuse import DeploymentKey, Reuse, key_of
+from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
 
@@ -38,7 +38,7 @@ SPLIT_AT = 300
 """Deployments to plan (selected, not in the plan cache) from which a side is planned in
 two processes: below, starting the second one costs about as much as it saves."""
 
-_PARTS = 2  # more would need more cores than CI machines have, and more memory
+_SALT = "plan part\0"  # shares are drawn apart from `--shard`'s
 
 
 @dataclass(frozen=True)
@@ -59,33 +59,49 @@ def plan_side_in_parts(
     decoder: SopsDecoder,
     limits: Limits,
     stored: SidePlans | None,
+    reuse: Reuse | None = None,
 ) -> PlannedSide:
-    """`plan_twins` (fast path, nothing reused) of a side, in two processes when its
-    hierarchy has at least `SPLIT_AT` selected deployments to plan."""
+    """`plan_twins` (fast path) of a side, in two processes when at least `SPLIT_AT` of
+    its selected deployments must be planned (neither reused nor in the plan cache)."""
     fleet = _fleet(root, options)
-    if fleet is None or _to_plan(fleet, options, stored) < SPLIT_AT:
-        return plan_twins(
-            root, options=options, renderer=renderer, secrets=decoder, fast=True, stored=stored
-        )
-    mine, other = (_part(options, index) for index in range(1, _PARTS + 1))
+    to_plan = [] if fleet is None else _to_plan(fleet, options, stored, reuse)
 
-    def here(share: SideOptions) -> PlannedSide:
+    def here(selection: Selection) -> PlannedSide:
         return plan_twins(
-            root, options=share, renderer=renderer, secrets=decoder, fast=True, stored=stored
+            root,
+            options=replace(options, selection=selection),
+            renderer=renderer,
+            secrets=decoder,
+            fast=True,
+            reuse=reuse,
+            stored=stored,
         )
 
-    theirs: _Share | None = None
+    if fleet is None or len(to_plan) < SPLIT_AT:
+        return here(options.selection)
+    theirs = frozenset(key for key in to_plan if in_second_share(key[0]))
+    other = replace(options, selection=replace(options.selection, only=theirs))
+    share: _Share | None = None
     executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     try:
         # The process gets copies (pickled): its caches and counts are its own.
         future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
-        planned = [here(mine)]
+        planned = [here(replace(options.selection, elsewhere=theirs))]
         with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): plan it here
-            theirs = future.result()
+            share = future.result()
     finally:
         executor.shutdown(cancel_futures=True)
-    planned.append(here(other) if theirs is None else _taken(theirs, decoder, stored))
+    if share is None:
+        planned.append(here(other.selection))
+    else:
+        planned.append(_taken(share, decoder, stored))
     return merged(fleet, planned)
+
+
+def in_second_share(cluster: str) -> bool:
+    """Whether the spawned process plans the cluster's deployments (half of the clusters,
+    by a hash of the path, independent of `--shard`'s)."""
+    return Shard(2, 2).holds(cluster, salt=_SALT)
 
 
 def _taken(share: _Share, decoder: SopsDecoder, stored: SidePlans | None) -> PlannedSide:
@@ -107,20 +123,18 @@ def _fleet(root: Path, options: SideOptions) -> Fleet | None:
         return None  # planning reports it, in one process
 
 
-def _to_plan(fleet: Fleet, options: SideOptions, stored: SidePlans | None) -> int:
-    """Selected deployments the plan cache does not hold (those are loaded, not planned)."""
-    return sum(
-        1
+def _to_plan(
+    fleet: Fleet, options: SideOptions, stored: SidePlans | None, reuse: Reuse | None
+) -> list[DeploymentKey]:
+    """Selected deployments to plan: neither taken from the base side nor from the cache."""
+    return [
+        (cluster.path, deployment.name)
         for cluster in fleet.clusters
         for deployment in cluster.deployments
         if options.selection(cluster, deployment)
+        and (reuse is None or not reuse.reusable(cluster, deployment))
         and (stored is None or not stored.holds(cluster, deployment))
-    )
-
-
-def _part(options: SideOptions, index: int) -> SideOptions:
-    part = replace(options.selection, part=Shard(index, _PARTS))
-    return replace(options, selection=part)
+    ]
 
 
 def _plan_share(

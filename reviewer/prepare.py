@@ -253,7 +253,7 @@ class _Rendering:
     def _plan(
         self, root: Path, reuse: Reuse | None = None, stored: SidePlans | None = None
     ) -> PlannedSide:
-        if reuse is None and self.split:
+        if self.split:
             return plan_side_in_parts(
                 root,
                 options=self.options,
@@ -261,6 +261,7 @@ class _Rendering:
                 decoder=self.decoder,
                 limits=self.limits,
                 stored=stored,
+                reuse=reuse,
             )
         return plan_twins(
             root,

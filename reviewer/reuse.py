@@ -125,6 +125,8 @@ class Reuse:
     _failed: set[DeploymentKey] = field(default_factory=set)
     """Deployments always planned again: failed on the base side, or deploying HelmReleases."""
     _charts: dict[str, bool] = field(default_factory=dict)
+    _decided: dict[DeploymentKey, bool] = field(default_factory=dict)
+    """`reusable`'s answers (asked when a side is shared out, then when it is planned)."""
 
     def __post_init__(self) -> None:
         self._releases = by_deployment(self.basis.plan.releases)
@@ -141,6 +143,12 @@ class Reuse:
     def reusable(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
         """Whether the head's deployment was discovered and planned from the same files."""
         key = (cluster.path, deployment.name)
+        known = self._decided.get(key)
+        if known is None:
+            known = self._decided[key] = self._reusable(key, cluster, deployment)
+        return known
+
+    def _reusable(self, key: DeploymentKey, cluster: Cluster, deployment: DeploymentDir) -> bool:
         found = self.basis.seen.get(key)
         releases = self._releases.get(key)
         if found is None or not releases or key in self._failed:

@@ -78,13 +78,15 @@ class Selection:
     clusters: Sequence[str] = ()
     deployments: Sequence[str] = ()
     shard: Shard | None = None
-    part: Shard | None = None
-    """This process's share of the clusters when a side is planned in several
-    (reviewer/plan_parts.py); shared out independently of `shard`."""
+    only: frozenset[tuple[str, str]] | None = None
+    """(cluster, deployment) pairs this process plans, the rest another one does
+    (reviewer/plan_parts.py); None: every selected deployment."""
+    elsewhere: frozenset[tuple[str, str]] = frozenset()
+    """(cluster, deployment) pairs another process plans (reviewer/plan_parts.py)."""
 
     def __call__(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
         """True when the deployment of that cluster is selected."""
-        if not self._shared(cluster.path):
+        if not self._here(cluster.path, deployment.name):
             return False
         if self.clusters and not {cluster.path, cluster.name} & set(self.clusters):
             return False
@@ -92,19 +94,18 @@ class Selection:
 
     def location(self, cluster: str, deployment: str) -> bool:
         """True when releases at (cluster, deployment) of a non-hierarchy source are selected."""
-        if not self._shared(cluster):
+        if not self._here(cluster, deployment):
             return False
         if self.clusters and cluster not in self.clusters:
             return False
         return not self.deployments or deployment in self.deployments
 
-    def _shared(self, cluster: str) -> bool:
+    def _here(self, cluster: str, deployment: str) -> bool:
+        """In this run's shard, and planned by this process."""
         if self.shard is not None and not self.shard.holds(cluster):
             return False
-        return self.part is None or self.part.holds(cluster, salt=_PART_SALT)
-
-
-_PART_SALT = "plan part\0"
+        key = (cluster, deployment)
+        return key not in self.elsewhere and (self.only is None or key in self.only)
 
 
 @dataclass(frozen=True)

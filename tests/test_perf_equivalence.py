@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from agekeys import sops_decoder
-from conftest import GitRepo, Repo
+from conftest import GitRepo, Repo, git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,15 +131,23 @@ def test_reports_are_identical_with_and_without_the_fast_path(
     assert fast == plain
 
 
-def test_a_side_planned_in_two_processes_reports_as_planned_in_one(
-    changed_example: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("everywhere", [True, False])
+def test_sides_planned_in_two_processes_report_as_planned_in_one(
+    changed_example: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, everywhere: bool
 ) -> None:
-    """The base side split between two processes (every deployment counts as many, and the
-    example's clusters fall in both shares): SOPS secrets, redaction and order unchanged."""
+    """Both sides split between two processes (one deployment to plan is enough here, and
+    the example's clusters fall in both shares): SOPS secrets, redaction and order are
+    unchanged, and so is what the head side takes from the base side when the change
+    leaves some deployments alone (`everywhere=False`: the production group only)."""
+    if not everywhere:
+        global_values = changed_example.root / "deployments/global.values.yaml"
+        git(changed_example.root, "checkout", "--", str(global_values))
     one = _report(changed_example, tmp_path / "one.json")
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
     two = _report(changed_example, tmp_path / "two.json", jobs=2)
-    assert json.loads(one)["summary"]["releases"]["changed"] > 0
+    releases = json.loads(one)["summary"]["releases"]
+    # Most releases change with the global values; most stay with the group's alone.
+    assert (releases["changed"] > releases["unchanged"]) is everywhere
     assert two == one
 
 

@@ -10,15 +10,18 @@ import pytest
 from agekeys import AgeIdentity, encrypt, sops_decoder
 
 from reviewer import plan_parts
+from reviewer.changes import changes_between
 from reviewer.discover import HierarchySource, Layout
 from reviewer.filedigests import file_digests
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import Limits
 from reviewer.plan_cache import SidePlans
 from reviewer.render_cache import RenderStore
-from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
+from reviewer.reuse import Reuse
+from reviewer.side import PlannedSide, SideOptions, plan_twins, render_side
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
+from reviewer.tooling import Tooling, open_tooling
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 OPTIONS = SideOptions(sources=(Hierarchy(),))
@@ -83,12 +86,10 @@ def _assert_same(split: PlannedSide, whole: PlannedSide) -> None:
 
 
 def test_the_example_clusters_fall_in_both_shares() -> None:
-    fleet = HierarchySource(Layout()).discover(EXAMPLE)
-    second = Shard(2, 2)
-    shared = Selection(part=second)
-    theirs = [cluster.path for cluster in fleet.clusters if shared(cluster, cluster.deployments[0])]
+    clusters = [cluster.path for cluster in HierarchySource(Layout()).discover(EXAMPLE).clusters]
+    theirs = [cluster for cluster in clusters if plan_parts.in_second_share(cluster)]
     assert tuple(theirs) == THEIRS
-    assert len(theirs) < len(fleet.clusters)
+    assert len(theirs) < len(clusters)
 
 
 def test_a_side_planned_in_two_processes_is_the_side_planned_in_one(
@@ -114,6 +115,52 @@ def test_secrets_read_by_one_share_only_keep_their_twin(
     _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
     assert split.has_secrets
     assert "stg2-only" in split.replacements
+
+
+def test_a_head_side_takes_from_the_base_side_as_it_does_in_one_process(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = tmp_path / "head"
+    shutil.copytree(example, head)
+    group = head / "deployments/production/group.values.yaml"
+    group.write_text(group.read_text(encoding="utf-8") + "added: 1\n", encoding="utf-8")
+    changes = changes_between(example, head)
+    with open_tooling(Tooling(cache_dir=tmp_path / "chart-cache")) as tools:
+        base = render_side(
+            example,
+            options=OPTIONS,
+            tools=tools,
+            renderer=TemplateRenderer(),
+            secrets=sops_decoder(KeylessMode.NEVER),
+            fast=True,
+        )
+    assert base.basis is not None
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    renderer = TemplateRenderer()
+    try:
+        split = plan_parts.plan_side_in_parts(
+            head,
+            options=OPTIONS,
+            renderer=renderer,
+            decoder=sops_decoder(KeylessMode.NEVER),
+            limits=Limits(),
+            stored=None,
+            reuse=Reuse(base.basis, changes, head),
+        )
+        whole = plan_twins(
+            head,
+            options=OPTIONS,
+            renderer=renderer,
+            secrets=sops_decoder(KeylessMode.NEVER),
+            fast=True,
+            reuse=Reuse(base.basis, changes, head),
+        )
+    finally:
+        renderer.close()
+    _assert_same(split, whole)
+    assert split.reused == whole.reused
+    # The production clusters (one in each share) are planned, the others taken.
+    assert {cluster for cluster, _ in split.reused} == {"sandbox", "staging/stg-1", "staging/stg-2"}
 
 
 def test_files_without_a_key_are_listed_from_both_shares(
