@@ -31,6 +31,20 @@ class ReleaseId:
     deployment: str
     release: str
 
+    def __post_init__(self) -> None:
+        # Identities key every per-release map of a review (hundreds of thousands of
+        # lookups in a large fleet), so the hash is computed once. Not a field: fields are
+        # what `replace`, `asdict` and comparisons see.
+        self.__dict__["_hash"] = hash((self.cluster, self.deployment, self.release))
+
+    def __hash__(self) -> int:
+        found: int = self.__dict__["_hash"]
+        return found
+
+    def __reduce__(self) -> tuple[type[ReleaseId], tuple[str, str, str]]:
+        # Built again where it is unpickled: string hashes differ between processes.
+        return ReleaseId, (self.cluster, self.deployment, self.release)
+
     def __str__(self) -> str:
         return f"{self.cluster}/{self.deployment}/{self.release}"
 

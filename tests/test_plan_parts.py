@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from reviewer.discover import HierarchySource, Layout
 from reviewer.filedigests import file_digests
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import Limits
+from reviewer.model import ReleaseId
 from reviewer.plan_cache import SidePlans
 from reviewer.render_cache import RenderStore
 from reviewer.reuse import Reuse
@@ -208,3 +210,17 @@ def test_a_small_side_is_planned_in_this_process(example: Path) -> None:
         _split(example, sops_decoder(KeylessMode.NEVER)),
         _whole(example, sops_decoder(KeylessMode.NEVER)),
     )
+
+
+def _identity() -> ReleaseId:
+    return ReleaseId("production/us-east", "payments", "api")
+
+
+def test_identities_from_the_other_process_key_the_same_maps() -> None:
+    """String hashes differ between processes: an identity made there is hashed here."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as executor:
+        theirs = executor.submit(_identity).result()
+    assert theirs == _identity()
+    assert {_identity(): "found"}[theirs] == "found"
+    assert theirs in {_identity()}
