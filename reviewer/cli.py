@@ -234,7 +234,8 @@ _with_side_flags = _options_into(
         "-j",
         type=click.IntRange(min=1),
         default=None,
-        help="Worker processes rendering in parallel [default: number of CPUs].",
+        help="Worker processes rendering in parallel; from 2, a large side is also planned in "
+        "two processes [default: number of CPUs].",
     ),
     _option(
         "--allow-loopback-charts",
