@@ -458,6 +458,7 @@ class ActionRunner:
             "github.repository": self.env.get("GITHUB_REPOSITORY", ""),
             "github.run_id": self.env.get("GITHUB_RUN_ID", ""),
             "github.run_attempt": self.env.get("GITHUB_RUN_ATTEMPT", "1"),
+            "github.sha": self.env.get("GITHUB_SHA", ""),
             "runner.temp": str(self.temp),
             "runner.os": "Linux",
         }[name]
@@ -1006,6 +1007,48 @@ def test_the_render_cache_is_restored_and_saved_only_when_entries_change(
     off = ActionRunner(pull.root, temp, env, {"mode": "dry-run", "render-cache": "false"})
     off.run()
     assert off.render_caches == []
+
+
+def test_a_push_to_the_target_branch_warms_the_caches_its_pull_requests_restore(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    temp = tmp_path / "runner"
+    temp.mkdir()
+    prefix = "reviewer-render-Linux-default"
+    # A push to main: main's tip checked out, no pull request, a read-only token.
+    git(pull.root, "checkout", "--quiet", "--detach", pull.target)
+    push = {
+        **runner_env(temp, {}),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_SHA": pull.target,
+        "GITHUB_REPOSITORY": fake.repository,
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_RUN_ID": "76",
+    }
+    warm = ActionRunner(pull.root, temp, push, {"mode": "warm-cache"})
+    warm.run()
+    restore, save = warm.render_caches
+    directory = temp / "reviewer-render-default"
+    assert restore["key"] == save["key"] == f"{prefix}-{pull.target}-76-1"
+    assert list(directory.glob("??/*.entry")), "every release of the commit rendered"
+    assert list((directory / "plans").glob("??/*.entry")), "and its plans stored"
+    assert "Upload the report" not in warm.ran and "Result" not in warm.ran
+    assert fake.state.log == [], "nothing is posted"
+
+    # The next pull request against that commit restores what the push saved, and plans
+    # no deployment the change leaves alone.
+    git(pull.root, "checkout", "--quiet", "--detach", pull.merge)
+    payload = json.loads(event(tmp_path, pull).read_text(encoding="utf-8"))
+    payload["pull_request"]["base"]["sha"] = pull.target
+    (tmp_path / "against-main.json").write_text(json.dumps(payload), encoding="utf-8")
+    env = runner_env(temp, actions_env(tmp_path, fake, pull))
+    env["GITHUB_EVENT_PATH"] = str(tmp_path / "against-main.json")
+    review = ActionRunner(pull.root, temp, env, {"mode": "dry-run"})
+    review.run()
+    assert review.render_caches[0]["restore-keys"].startswith(f"{prefix}-{pull.target}-\n")
+    taken = re.search(r"(\d+) deployment plan\(s\) taken from the plan cache", review.log)
+    assert taken is not None and int(taken[1]) > 0, review.log
 
 
 def test_the_render_cache_reaches_reviewer_ci_as_options(
