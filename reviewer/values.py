@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from reviewer import jail, yamlio
 from reviewer.discover import Cluster, DeploymentDir
-from reviewer.errors import ConfigError
-from reviewer.gotmpl import NO_RELEASE, TemplateRenderer, TemplateRequest
+from reviewer.errors import ConfigError, ReviewerError
+from reviewer.gotmpl import NO_RELEASE, TemplateRequest
 from reviewer.paths import inside
 
 ATLAS = "atlas"
@@ -34,6 +34,16 @@ class SecretsLoader(Protocol):
 
     def load(self, path: Path, *, source: str) -> Values:
         """The values of the SOPS file at `path`; `source` is its repo-relative name."""
+        ...
+
+
+class Templates(Protocol):
+    """Renders `.gotmpl` files (`gotmpl.TemplateRenderer`)."""
+
+    def render(
+        self, text: str, *, values: dict[str, Any], source: str, release: Mapping[str, Any]
+    ) -> str:
+        """`text` rendered with `values` as `.Values` and `release` as `.Release`."""
         ...
 
 
@@ -88,7 +98,7 @@ class ValuesLoader:
     """Reads values files of one repository side; renders `.gotmpl` files on the way."""
 
     root: Path
-    templates: TemplateRenderer
+    templates: Templates
     secrets: SecretsLoader
     _release_aware: dict[str, bool] = field(default_factory=dict)
     # A side's files do not change while it is planned: every deployment reads the same
@@ -227,24 +237,24 @@ class ValuesLoader:
     ) -> TemplateRequest | None:
         """The first render `release_layers` will ask for with these arguments, if any.
 
-        Reads plain files only: it stops at secrets, which come last and never render.
+        The same walk, with a renderer that stops at the first template and a secrets
+        loader that stops at the first secret (secrets come last and never render).
         """
-        merged: Values = {}
-        for entry, level, secret in entries:
-            if secret:
-                return None
-            if entry.inline is not None:
-                merged = merge(merged, entry.inline)
-                continue
-            if entry.file is None or not self.is_file(entry.file):
-                return None
-            if entry.file.endswith(SOPS_SUFFIX):
-                return None
-            text = self.read_text(entry.file)
-            if entry.file.endswith(GOTMPL_SUFFIX) and "{{" in text:
-                context = _entry_context(merged, level, hierarchy, atlas, instance_values)
-                return TemplateRequest(text, context, release)
-            merged = merge(merged, yamlio.load_mapping(text, source=entry.file))
+        if self._jail is None:
+            self._jail = jail.Jail(self.root)  # shared with the copy, as the memos are
+        forecasting = replace(self, templates=_Forecaster(), secrets=_StopAtSecrets())
+        try:
+            forecasting.release_layers(
+                entries,
+                hierarchy=hierarchy,
+                atlas=atlas,
+                release=release,
+                instance_values=instance_values,
+            )
+        except _Forecast as found:
+            return found.request
+        except (_Stopped, ReviewerError):
+            return None
         return None
 
     def _load_entry(
@@ -266,6 +276,34 @@ class ValuesLoader:
                 hint="paths are relative to the file that lists them",
             )
         return self.load_file(entry.file, context=context, secret=secret, release=release)
+
+
+class _Forecast(Exception):
+    """The first render a walk asks for, raised to end the walk there."""
+
+    def __init__(self, request: TemplateRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+class _Stopped(Exception):
+    """A walk reached a secret before any template."""
+
+
+class _Forecaster:
+    """A renderer that answers text without actions and stops at the first template."""
+
+    def render(
+        self, text: str, *, values: dict[str, Any], source: str, release: Mapping[str, Any]
+    ) -> str:
+        if "{{" not in text:
+            return text
+        raise _Forecast(TemplateRequest(text, values, release))
+
+
+class _StopAtSecrets:
+    def load(self, path: Path, *, source: str) -> Values:
+        raise _Stopped
 
 
 def inline(entries: Iterable[ValuesEntry]) -> Values:
