@@ -195,31 +195,44 @@ class Planner:
         for app, release, _ in expanded:
             producers.setdefault(release.name, []).append(app)
         settings = [
-            (
-                _values_entries(release, app),
-                contexts.release_context(release, self._labels(cluster, deployment, app, release)),
-                instance_atlas,
-                values_mod.inline(app.values),
-            )
-            for app, release, instance_atlas in expanded
+            self._setting(cluster, deployment, app, release, instance_atlas)
             if len(producers[release.name]) == 1
+            else None
+            for app, release, instance_atlas in expanded
         ]
+        chosen = [setting for setting in settings if setting is not None]
         self.renderer.prefetch(
-            prefetch.release_values(self.loader, hierarchy.layers, hierarchy.values, settings)
+            prefetch.release_values(self.loader, hierarchy.layers, hierarchy.values, chosen)
         )
-        for app, release, instance_atlas in expanded:
-            if len(producers[release.name]) > 1:
+        for (app, release, _), setting in zip(expanded, settings, strict=True):
+            if setting is None:
                 if app is producers[release.name][0]:
                     fail(
                         release.name, _duplicate(release.name, spec.source, producers[release.name])
                     )
                 continue
             try:
-                planned.append(
-                    self._release(cluster, deployment, app, release, hierarchy, instance_atlas)
-                )
+                planned.append(self._release(cluster, deployment, app, release, hierarchy, setting))
             except ReviewerError as error:
                 fail(release.name, error)
+
+    def _setting(
+        self,
+        cluster: Cluster,
+        deployment: DeploymentDir,
+        app: AppSpec,
+        release: ReleaseSpec,
+        atlas: Values,
+    ) -> prefetch.ReleaseSetting:
+        """What a release's values are loaded from: for the forecast, then for the plan."""
+        labels = self._labels(cluster, deployment, app, release)
+        return prefetch.ReleaseSetting(
+            entries=_values_entries(release, app),
+            labels=labels,
+            release=contexts.release_context(release, labels),
+            atlas=atlas,
+            instance_values=values_mod.inline(app.values),
+        )
 
     def _expand_apps(
         self,
@@ -301,18 +314,16 @@ class Planner:
         app: AppSpec,
         release: ReleaseSpec,
         hierarchy: Hierarchy,
-        atlas: Values,
+        setting: prefetch.ReleaseSetting,
     ) -> ReleasePlan:
-        entries = _values_entries(release, app)
-        labels = self._labels(cluster, deployment, app, release)
-        release_context = contexts.release_context(release, labels)
-        hierarchy = self._hierarchy_for(hierarchy, atlas, release_context)
+        entries, labels, atlas = setting.entries, setting.labels, setting.atlas
+        hierarchy = self._hierarchy_for(hierarchy, atlas, setting.release)
         layers = self.loader.release_layers(
             entries,
             hierarchy=hierarchy.values,
             atlas=atlas,
-            release=release_context,
-            instance_values=values_mod.inline(app.values),
+            release=setting.release,
+            instance_values=setting.instance_values,
         )
         final = values_mod.with_atlas(
             values_mod.merge(values_mod.combine(layers), hierarchy.values), atlas

@@ -10,6 +10,7 @@ planning's own render, so they name the same file and line as before.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from reviewer import plan_contexts as contexts
@@ -19,9 +20,20 @@ from reviewer.errors import ReviewerError
 from reviewer.gotmpl import TemplateRequest
 from reviewer.values import Layer, Values, ValuesEntry, ValuesLoader
 
-# What a release's values are loaded from: entries (entry, level label, is secret), its
-# `.Release`, the atlas its instance sees and the instance's inline values.
-ReleaseSetting = tuple[list[tuple[ValuesEntry, str, bool]], Mapping[str, Any], Values, Values]
+
+@dataclass(frozen=True)
+class ReleaseSetting:
+    """What a release's values are loaded from, worked out once for the forecast and the plan."""
+
+    entries: list[tuple[ValuesEntry, str, bool]]
+    """(entry, level label, is secret), lowest priority first."""
+    labels: dict[str, str]
+    release: dict[str, Any]
+    """Its `.Release`."""
+    atlas: Values
+    """The atlas its instance sees."""
+    instance_values: Values
+    """The instance's inline values."""
 
 
 def app_templates(
@@ -55,14 +67,14 @@ def release_values(
     """
     if any(loader.uses_release(layer.source) for layer in layers):
         return
-    for entries, release, atlas, instance_values in settings:
+    for setting in settings:
         try:
             request = loader.first_template(
-                entries,
+                setting.entries,
                 hierarchy=hierarchy,
-                atlas=atlas,
-                release=release,
-                instance_values=instance_values,
+                atlas=setting.atlas,
+                release=setting.release,
+                instance_values=setting.instance_values,
             )
         except ReviewerError:
             continue  # planning the release reports it
