@@ -147,6 +147,9 @@ def _plan_share(
     """Runs in the spawned process: its share planned with its own sandbox and decoder."""
     keyless, binary, programs = decoding
     decoder = SopsDecoder(keyless=keyless, binary=binary, programs=programs)
+    if stored is not None:
+        # The copy was pickled while the parent planned: its count may include the parent's.
+        stored.hits = 0
     renderer = TemplateRenderer(limits)
     try:
         planned = plan_twins(
