@@ -29,7 +29,7 @@ from reviewer.limits import Limits
 from reviewer.plan import Plan
 from reviewer.plan_cache import SidePlans
 from reviewer.proc import Programs
-from reviewer.reuse import DeploymentKey, Reuse, key_of
+from reviewer.reuse import DeploymentKey, Reuse, failed_keys, key_of
 from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
@@ -85,10 +85,12 @@ def plan_side_in_parts(
     executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     try:
         # The process gets copies (pickled): its caches and counts are its own.
-        future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
+        future = None
+        with contextlib.suppress(OSError):  # no process to be had (limits): plan it here
+            future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
         planned = [here(replace(options.selection, elsewhere=theirs))]
         with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): plan it here
-            share = future.result()
+            share = future.result() if future is not None else None
     finally:
         executor.shutdown(cancel_futures=True)
     if share is None:
@@ -194,8 +196,26 @@ def merged(fleet: Fleet, parts: Sequence[PlannedSide]) -> PlannedSide:
         leaves=frozenset().union(*(part.leaves for part in parts)),
         seen=dict(seen),
         reused=frozenset().union(*(part.reused for part in parts)),
-        secret_keys=frozenset().union(*(part.secret_keys for part in parts)),
+        secret_keys=frozenset().union(*(part.secret_keys for part in parts), *_unsure(parts)),
+        read_sops=any(part.read_sops for part in parts),
     )
+
+
+def _unsure(parts: Sequence[PlannedSide]) -> list[set[DeploymentKey]]:
+    """Deployments the one-process side counts as secret once any share read a SOPS file:
+    those that failed or planned no release (`twin_keys`) in shares that read none."""
+    if not any(part.read_sops for part in parts):
+        return []
+    return [
+        (failed_keys(part.plan.errors) | (part.seen.keys() - _with_releases(part.plan)))
+        - part.reused
+        for part in parts
+        if not part.read_sops
+    ]
+
+
+def _with_releases(plan: Plan) -> set[DeploymentKey]:
+    return {key_of(release.id) for release in plan.releases}
 
 
 def _merged_plans(plans: Sequence[Plan], order: Callable[[DeploymentKey], int]) -> Plan:

@@ -181,6 +181,8 @@ class PlannedSide:
     """Deployments taken from the base side instead of planned (fast path only)."""
     secret_keys: frozenset[DeploymentKey] = frozenset()
     """Deployments whose twin was planned apart from the real plan (they read SOPS files)."""
+    read_sops: bool = False
+    """Whether planning read a SOPS file (failed deployments then count as secret)."""
 
     @property
     def has_secrets(self) -> bool:
@@ -274,7 +276,9 @@ def plan_twins(
     replacements = twin_replacements(real, twin, reused)
     leaves = frozenset(recording.leaves) | objects
     secret_keys = frozenset(needed) | inherited if fast else frozenset(choosing.seen)
-    return PlannedSide(real, twin, replacements, leaves, choosing.seen, reused, secret_keys)
+    return PlannedSide(
+        real, twin, replacements, leaves, choosing.seen, reused, secret_keys, recording.used
+    )
 
 
 @dataclass

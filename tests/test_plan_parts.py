@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agekeys import AgeIdentity, encrypt, sops_decoder
@@ -103,8 +105,72 @@ def test_a_side_planned_in_two_processes_is_the_side_planned_in_one(
     _assert_same(split, whole)
     # Each share read a secret of its own: both reached the replacement map.
     assert {"east-only", "stg2-only"} <= set(split.replacements)
-    # The spawned process is gone: only sandbox children may remain.
-    assert all(child.daemon for child in multiprocessing.active_children())
+
+
+def _children() -> list[str]:
+    """This process's child processes (`state command`), from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text(encoding="utf-8")
+        except OSError:
+            continue  # gone meanwhile
+        name, _, rest = text.rpartition(")")
+        state, parent = rest.split()[:2]
+        if int(parent) == os.getpid():
+            found.append(f"{state} {name.partition('(')[2]}")
+    return found
+
+
+def test_the_other_share_is_planned_by_another_process_that_is_gone_after(
+    example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    shares: list[PlannedSide] = []
+    taken = plan_parts._taken
+
+    def recorded(share: Any, *args: Any) -> PlannedSide:
+        shares.append(share.planned)
+        return taken(share, *args)
+
+    monkeypatch.setattr(plan_parts, "_taken", recorded)
+    before = _children()
+    _split(example, sops_decoder(KeylessMode.NEVER))
+    [share] = shares
+    assert sorted({cluster for cluster, _ in share.seen}) == sorted(THEIRS)
+    # Neither the planning process nor its sandbox is left, not even as a zombie.
+    assert _children() == before
+
+
+def _die(*args: object) -> None:
+    os._exit(3)  # as the kernel's out-of-memory killer would end it: no cleanup, no answer
+
+
+def test_a_share_whose_process_dies_is_planned_here(
+    example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    # Pickled by name: the spawned process imports this module and runs `_die` there.
+    monkeypatch.setattr(plan_parts, "_plan_share", _die)
+    before = _children()
+    split = _split(example, sops_decoder(KeylessMode.NEVER))
+    _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
+    assert _children() == before
+
+
+def test_a_failed_deployment_counts_as_secret_as_in_one_process(
+    example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Secrets in one share only; a failing deployment in the other one.
+    for path in ("production/us-east/cluster.values", "production/group.values"):
+        (example / "deployments" / f"{path}.sops.yaml").unlink()
+    broken = example / "deployments/sandbox/apps/broken"
+    broken.mkdir(parents=True)
+    (broken / "deployment.yaml").write_text("apps: [{template: missing}]\n", encoding="utf-8")
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    split = _split(example, sops_decoder(KeylessMode.NEVER))
+    _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
+    assert ("sandbox", "broken") in split.secret_keys
 
 
 def test_secrets_read_by_one_share_only_keep_their_twin(
@@ -224,3 +290,24 @@ def test_identities_from_the_other_process_key_the_same_maps() -> None:
     assert theirs == _identity()
     assert {_identity(): "found"}[theirs] == "found"
     assert theirs in {_identity()}
+
+
+class _NoProcesses(multiprocessing.context.SpawnContext):
+    """A context whose processes cannot start, as when the process limit is reached."""
+
+    class Process(multiprocessing.context.SpawnProcess):
+        def start(self) -> None:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+
+
+def test_a_share_without_a_process_to_plan_it_is_planned_here(
+    example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    monkeypatch.setattr(
+        plan_parts,
+        "ProcessPoolExecutor",
+        lambda workers, mp_context: ProcessPoolExecutor(workers, mp_context=_NoProcesses()),
+    )
+    split = _split(example, sops_decoder(KeylessMode.NEVER))
+    _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
