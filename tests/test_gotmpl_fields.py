@@ -19,38 +19,39 @@ from reviewer.gotmpl_fields import reachable
 
 # Pieces of templates: field chains, blocks that rebind `.`, the whole context in every
 # form Helm offers (`.`, `.Values`, `$`, `keys`, `range`), literals with dots and braces.
+# `@K@` is filled with a key; it cannot occur in a piece's own text.
 _KEYS = ("a", "b", "c", "Values", "Release", "missing")
 _PIECES = (
-    "{{ .K }}",
-    "{{ .Values.K }}",
-    "{{ .K.K }}",
-    "{{ .Values.K.K | toJson }}",
-    "{{ toYaml .K }}",
+    "{{ .@K@ }}",
+    "{{ .Values.@K@ }}",
+    "{{ .@K@.@K@ }}",
+    "{{ .Values.@K@.@K@ | toJson }}",
+    "{{ toYaml .@K@ }}",
     "{{ toJson . }}",
     "{{ toYaml .Values }}",
     '{{ keys . | sortAlpha | join "," }}',
     '{{ keys .Values | sortAlpha | join "," }}',
     "{{ len . }}",
-    '{{ hasKey . "K" }}',
-    '{{ hasKey .Values "K" }}',
-    "{{ with .K }}[{{ . | toJson }}]{{ else }}({{ toJson . }}){{ end }}",
-    "{{ with .K }}[{{ . | toJson }}]{{ else }}(none){{ end }}",
-    "{{ with .Values.K }}{{ .K | toJson }}{{ end }}",
-    "{{ range $k, $v := .K }}{{ $k }};{{ end }}",
+    '{{ hasKey . "@K@" }}',
+    '{{ hasKey .Values "@K@" }}',
+    "{{ with .@K@ }}[{{ . | toJson }}]{{ else }}({{ toJson . }}){{ end }}",
+    "{{ with .@K@ }}[{{ . | toJson }}]{{ else }}(none){{ end }}",
+    "{{ with .Values.@K@ }}{{ .@K@ | toJson }}{{ end }}",
+    "{{ range $k, $v := .@K@ }}{{ $k }};{{ end }}",
     "{{ range .Values }}{{ kindOf . }}{{ end }}",
-    "{{ if .K }}yes{{ else if .K }}maybe{{ else }}no{{ end }}",
-    "{{ $v := .K }}{{ $v | toJson }}",
-    "{{ $v := . }}{{ $v.K | toJson }}",
-    "{{ $.Values.K | toJson }}",
-    '{{ default "d" .K }}',
+    "{{ if .@K@ }}yes{{ else if .@K@ }}maybe{{ else }}no{{ end }}",
+    "{{ $v := .@K@ }}{{ $v | toJson }}",
+    "{{ $v := . }}{{ $v.@K@ | toJson }}",
+    "{{ $.Values.@K@ | toJson }}",
+    '{{ default "d" .@K@ }}',
     '{{ "lit.}}" }}{{ `raw }} .` }}',
     "{{/* {{ toJson . }} */}}",
     "{{- .Release.Name -}}",
     "{{ 1.5 }} {{ .5 }}",
-    '{{ index .Values "K" | toJson }}',
-    '{{ get .K "K" }}',
-    "{{ (.K).K }}",
-    "a.b: {{ .K | quote }}\n",
+    '{{ index .Values "@K@" | toJson }}',
+    '{{ get .@K@ "@K@" }}',
+    "{{ (.@K@).@K@ }}",
+    "a.b: {{ .@K@ | quote }}\n",
 )
 _PIECE = st.tuples(st.sampled_from(_PIECES), st.lists(st.sampled_from(_KEYS), min_size=3)).map(
     lambda chosen: _fill(*chosen)
@@ -72,8 +73,16 @@ _VALUES = st.dictionaries(
 
 def _fill(piece: str, keys: list[str]) -> str:
     for key in keys:
-        piece = piece.replace("K", key, 1)
+        piece = piece.replace("@K@", key, 1)
     return piece
+
+
+def test_every_key_slot_of_a_piece_is_filled() -> None:
+    """A slot left unfilled (or a fill landing inside `hasKey`) would leave the piece a
+    parse error, which tests nothing."""
+    for piece in _PIECES:
+        assert "@K@" not in _fill(piece, ["a", "b", "c"])
+    assert _fill('{{ hasKey .Values "@K@" }}', ["b"] * 3) == '{{ hasKey .Values "b" }}'
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
