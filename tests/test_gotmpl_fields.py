@@ -22,9 +22,9 @@ from reviewer.gotmpl_fields import reachable
 
 # Pieces of templates: field chains, blocks that rebind `.`, the whole context in every
 # form Helm offers (`.`, `.Values`, `$`, `keys`, `range`), literals with dots and braces,
-# names of the methods of Helm's `.Values` type (keys here, as in a batch). `@K@` is filled
-# with a key; it cannot occur in a piece's own text.
-_KEYS = ("a", "b", "c", "Values", "Release", "YAML", "AsMap", "missing")
+# names of the methods of Helm's `.Values` type (keys here, as in a batch) and Unicode
+# identifiers. `@K@` is filled with a key; it cannot occur in a piece's own text.
+_KEYS = ("a", "b", "c", "Values", "Release", "YAML", "AsMap", "aé", "٣", "missing")
 _PIECES = (
     "{{ .@K@ }}",
     "{{ .Values.@K@ }}",
@@ -63,6 +63,11 @@ _PIECES = (
     '{{ .PathValue "@K@" }}',
     "{{ .Encode | toJson }}",
     "{{ with .@K@ }}{{ .YAML }}{{ end }}",
+    "{{ .aé }}",
+    "{{ .Values.٣ | toJson }}",
+    "{{ .@K@é }}",
+    "{{ .Values.@K@٣ }}",
+    '{{ "é.@K@" }}{{/* ü . */}}',
 )
 _PIECE = st.tuples(st.sampled_from(_PIECES), st.lists(st.sampled_from(_KEYS), min_size=3)).map(
     lambda chosen: _fill(*chosen)
@@ -232,3 +237,28 @@ def _outcome(renderer: TemplateRenderer, text: str, values: dict[str, Any]) -> s
     except ConfigError as error:
         assert error.file == "v.yaml.gotmpl:1"
         return "error: " + error.message.rpartition(": ")[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{{ .aé }}", "A-E"),
+        ("{{ .Values.clé }}", "key"),
+        ("{{ .٣ }}", "three"),
+        ("{{ .b٣ | quote }}", '"b-three"'),
+    ],
+)
+def test_unicode_identifiers_see_the_whole_context(text: str, expected: str) -> None:
+    """Go takes any Unicode letter or digit in a name; an ASCII reading would cut `.aé` to
+    `.a` (or skip `.٣` as a number) and send a context without the key the text reads."""
+    assert reachable(text) is None
+    renderer = TemplateRenderer()
+    values = {"aé": "A-E", "clé": "key", "٣": "three", "b٣": "b-three", "a": "a", "b": "b"}
+    try:
+        assert renderer.render(text, values=values, source="v") == expected
+    finally:
+        renderer.close()
+
+
+def test_unicode_in_literals_and_comments_keeps_a_template_narrowed() -> None:
+    assert reachable('{{ printf "é %s" .a }}{{/* ü */}}{{ `ß` }}') == frozenset({"a"})
