@@ -118,6 +118,8 @@ class TemplateRequest:
 _BATCH = 64
 # Template texts whose reachable keys are remembered; beyond these the memo starts again.
 _MAX_TEXTS = 4096
+_UNREAD: tuple[str, ...] = ("\0unread",)
+"""`_fields` has no entry for the text (None is an entry: every key)."""
 
 
 class TemplateRenderer:
@@ -197,9 +199,9 @@ class TemplateRenderer:
         """The cache key, the context to render `text` with and whether it was narrowed to
         the keys `text` can reach (`gotmpl_fields`): renders reading the same keys share
         one answer."""
-        if text in self._fields:
-            names = self._fields[text]
-        else:
+        # One lookup: another planning thread may clear the memo between two.
+        names = self._fields.get(text, _UNREAD)
+        if names is _UNREAD:
             if len(self._fields) >= _MAX_TEXTS:
                 self._fields.clear()
             found = gotmpl_fields.reachable(text)
