@@ -8,7 +8,8 @@ environment.
 
 Every template sees ATLAS's context: the values as `.Values` and also bare
 (`{{ .key }}` is `{{ .Values.key }}`), plus `.Release` (the release's name,
-namespace, labels and chart once known, empty strings before).
+namespace, labels and chart once known, empty strings before). `.` is a plain
+map, as in helmfile: `{{ .YAML }}` is a key, alone or in a batch.
 """
 
 from __future__ import annotations
@@ -38,10 +39,16 @@ _INTERNAL_NAME = f"{_CHART}/{_TEMPLATE}"
 # Text with `define` blocks cannot sit inside `with`; it becomes a partial rendered by include.
 _PARTIAL = "templates/_source.tpl"
 _PARTIAL_NAME = f"{_CHART}/{_PARTIAL}"
-_INCLUDE_PARTIAL = f'{{{{ include "{_PARTIAL_NAME}" .Values }}}}'.encode()
+# `.` is the context as a plain map, as in a batch (`.Values.cN`) and in helmfile: Helm's
+# `.Values` is `chartutil.Values`, whose methods (`.YAML`, `.AsMap`, `.Table`) would shadow
+# keys of those names, so the answer would depend on how a render was batched and narrowing
+# to the keys a template names would change it. `omit` with no keys is a shallow copy of
+# the plain type; `$.Values` stays the context.
+_PLAIN_CONTEXT = "omit .Values"
+_INCLUDE_PARTIAL = f'{{{{ include "{_PARTIAL_NAME}" ({_PLAIN_CONTEXT}) }}}}'.encode()
 _DEFINE = re.compile(r"\{\{-?\s*(define|block)\b")
 # `.` becomes the context; the wrapper adds no line, so error lines stay the file's lines.
-_OPEN_CONTEXT = "{{ with .Values }}"
+_OPEN_CONTEXT = f"{{{{ with {_PLAIN_CONTEXT} }}}}"
 _CLOSE_CONTEXT = "{{ end }}"
 _CHART_YAML = b"apiVersion: v2\nname: gotmpl\nversion: 0.0.0\n"
 _UNDEFINED_FUNCTION = re.compile(r'function "([^"]+)" not defined')
@@ -111,6 +118,8 @@ class TemplateRequest:
 _BATCH = 64
 # Template texts whose reachable keys are remembered; beyond these the memo starts again.
 _MAX_TEXTS = 4096
+_UNREAD: tuple[str, ...] = ("\0unread",)
+"""`_fields` has no entry for the text (None is an entry: every key)."""
 
 
 class TemplateRenderer:
@@ -190,9 +199,9 @@ class TemplateRenderer:
         """The cache key, the context to render `text` with and whether it was narrowed to
         the keys `text` can reach (`gotmpl_fields`): renders reading the same keys share
         one answer."""
-        if text in self._fields:
-            names = self._fields[text]
-        else:
+        # One lookup: another planning thread may clear the memo between two.
+        names = self._fields.get(text, _UNREAD)
+        if names is _UNREAD:
             if len(self._fields) >= _MAX_TEXTS:
                 self._fields.clear()
             found = gotmpl_fields.reachable(text)

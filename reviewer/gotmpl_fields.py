@@ -9,6 +9,9 @@ The reading is conservative. Whatever could see the context as a whole answers "
 key": the root `.` passed anywhere (`toYaml .`, `keys .`, `range .`, `template "x" .`),
 `.Values` used whole, `$`, `define`/`block`, and text whose actions cannot be lexed. Inside
 `with`/`range` the dot is the value they bind, which is kept whole, so `.` there is fine.
+An action with a non-ASCII character outside its literals is read as seeing the whole
+context too: Go identifiers take any Unicode letter or digit (`.clé`, `.٣`), which the
+ASCII patterns here would cut short or skip, dropping the key the template reads.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import re
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FIELD = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)")
 _KEYWORD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
-_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_DIGITS = frozenset("0123456789")
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") | _DIGITS
 # What ends an operand: a dot after one of these continues a chain (`$x.a`, `(f).a`, `1.5`).
 _OPERAND_END = _WORD | {")", "]"}
 
@@ -50,6 +54,8 @@ class _Reader:
         while (start := self.text.find("{{", position)) >= 0:
             code, position = _action(self.text, start + 2)
             if code is not None:
+                if not code.isascii():
+                    raise _Opaque  # a Unicode identifier, or a character Go may not take
                 self._action(code)
         if len(self.frames) != 1:
             raise _Opaque  # unbalanced blocks: Helm refuses the text anyway
@@ -109,8 +115,8 @@ class _Reader:
         if index > 0 and code[index - 1] in _OPERAND_END:
             return  # a chain continues (`.a.b`, `$x.a`, `1.5`)
         following = code[index + 1 : index + 2]
-        if following.isdigit():
-            return  # a number such as `.5`
+        if following in _DIGITS:
+            return  # a number such as `.5` (str.isdigit also takes `٣`, a Go letter-digit)
         name = _IDENTIFIER.match(code, index + 1)
         if name is None:
             raise _Opaque  # the root dot itself

@@ -43,7 +43,9 @@ class Jail:
     def resolve_file(self, source: str) -> Path:
         """As `resolve_file(root, source)`: refuses escaping symlinks and special files."""
         directory, _, name = source.rpartition("/")
-        if name in ("", ".", ".."):
+        # An absolute source replaces the root when joined (`root / "/x"` is `/x`), which
+        # `resolve_file` refuses; the directory of `/x` would be "" here, that is the root.
+        if name in ("", ".", "..") or os.path.isabs(source):
             return resolve_file(self.root, source)
         real_directory = self._real_directories.get(directory)
         if real_directory is None:

@@ -117,8 +117,8 @@ class ValuesLoader:
     ) -> Values:
         """Load one repo-relative values file; `.gotmpl` files see `context` as `.Values`."""
         if secret or source.endswith(SOPS_SUFFIX):
-            self.resolve_file(source)
-            return self.secrets.load(self.root / source, source=source)
+            # The file the jail checked, not the name again: that is the one to read.
+            return self.secrets.load(self.resolve_file(source), source=source)
         text = self.read_text(source)
         if source.endswith(GOTMPL_SUFFIX):
             text = self.templates.render(text, values=context, source=source, release=release)

@@ -119,3 +119,37 @@ def test_a_batch_answers_each_template_as_rendering_it_alone(
     requests = [(text, context_of(values, NO_RELEASE)) for text, values in items]
     alone = [render_template({}, text, context) for text, context in requests]
     assert render_batch({}, requests) == alone
+
+
+@pytest.mark.parametrize("define", ["", '{{ define "x" }}{{ end }}'])
+def test_the_dot_is_a_plain_map_and_dollar_values_the_values(define: str) -> None:
+    """`.YAML` is the key (helmfile's values templates agree), not the method of Helm's
+    `.Values` type that prints the whole context; `$.Values` still reads the values."""
+    text = define + "{{ .YAML }} {{ range .list }}{{ $.Values.a }}{{ end }}"
+    values = {"YAML": "key", "list": [1, 2], "a": "A"}
+    assert TemplateRenderer().render(text, values=values, source="t") == "key AA"
+
+
+class _ClearedByAnotherThread(dict[str, Any]):
+    """The reachable-keys memo as a planning thread may see it: another thread clears it
+    (beyond its size bound) right after every lookup."""
+
+    def __contains__(self, key: object) -> bool:
+        found = super().__contains__(key)
+        self.clear()
+        return found
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = super().get(key, default)
+        self.clear()
+        return found
+
+
+def test_a_memo_cleared_between_lookups_still_renders() -> None:
+    renderer = TemplateRenderer()
+    renderer._fields = _ClearedByAnotherThread()
+    try:
+        for index in range(3):
+            assert renderer.render("{{ .a }}", values={"a": index}, source="t") == str(index)
+    finally:
+        renderer.close()

@@ -29,6 +29,9 @@ _SOURCES = (
     "dir/..",
     "dir/.",
     "",
+    "/x",
+    "/etc/passwd",
+    "/",
 )
 
 
@@ -71,4 +74,5 @@ def test_the_checkout_resolver_refuses_and_resolves_as_resolving_from_scratch(
     assert expected["dir/outside-link.yaml"].startswith("refused")
     assert expected["escaping-dir/secret.yaml"].startswith("refused")
     assert expected["dir/fifo"].startswith("refused")
+    assert all(expected[source].startswith("refused") for source in ("/x", "/etc/passwd", "/"))
     assert expected["dir/chain.yaml"] == f"path {root.resolve() / 'plain.yaml'}"

@@ -334,3 +334,33 @@ def test_entries_resolve_files_against_their_base(tmp_path: Path) -> None:
         values.entries(None, declared_in="d", field="f", base=".", root=tmp_path, allow_inline=True)
         == []
     )
+
+
+class PathsAsked:
+    """A secrets loader that remembers the paths it was asked to read."""
+
+    def __init__(self) -> None:
+        self.paths: list[Path] = []
+
+    def load(self, path: Path, *, source: str) -> dict[str, Any]:
+        self.paths.append(path)
+        return {"secretFrom": source}
+
+
+def test_a_sops_file_is_read_at_the_path_the_jail_checked(tmp_path: Path) -> None:
+    """A symlink inside the checkout is followed once, by the jail: the secrets loader gets
+    the checked file, not the link's name to be resolved again."""
+    root = tmp_path / "repo"
+    (root / "secrets").mkdir(parents=True)
+    (root / "secrets" / "real.sops.yaml").write_text("sops: {}\n")
+    (root / "linked.sops.yaml").symlink_to("secrets/real.sops.yaml")
+    (root / "escaping.sops.yaml").symlink_to(tmp_path / "outside.sops.yaml")
+    (tmp_path / "outside.sops.yaml").write_text("sops: {}\n")
+    asked = PathsAsked()
+    reader = ValuesLoader(root=root, templates=TemplateRenderer(), secrets=asked)
+    loaded = reader.load_file("linked.sops.yaml", context={}, secret=True)
+    assert loaded == {"secretFrom": "linked.sops.yaml"}
+    assert asked.paths == [(root / "secrets" / "real.sops.yaml").resolve()]
+    with pytest.raises(ConfigError, match="resolves outside"):
+        reader.load_file("escaping.sops.yaml", context={}, secret=True)
+    assert len(asked.paths) == 1
