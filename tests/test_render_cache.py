@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from agekeys import encrypt, isolate_sops_key
 from conftest import FLEET_APP, FLEET_CLUSTERS, GitRepo, Repo, fleet, git
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reviewer.cli import main
 from reviewer.prepare import SideRequest, prepare_sides
@@ -289,3 +291,39 @@ def test_entries_are_still_written_when_the_cache_is_cleared_or_a_name_is_taken(
     assert store.save_data("three", {"n": 3})
     assert (store.load_data("two"), store.load_data("three")) == ({"n": 2}, {"n": 3})
     assert store.load_data("one") == {"n": 11}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"huge": 2**70 + 1, "negative": -(2**64) - 1, "top": 2**64 - 1},  # beyond 64 bits
+        {"nested": [1.5, -0.0, 1e-300, None, True, "é", {"": []}]},
+    ],
+)
+def test_stored_data_is_read_back_as_written(tmp_path: Path, value: object) -> None:
+    store = RenderStore(tmp_path / "store", max_bytes=1 << 20)
+    if not store.save_data("digest", value):
+        pytest.fail("not stored")
+    assert store.load_data("digest") == value
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=_JSON)
+def test_any_stored_data_is_read_back_with_its_types(tmp_path: Path, value: object) -> None:
+    store = RenderStore(tmp_path / "any", max_bytes=1 << 20)
+    assert store.save_data("digest", value)
+    # Compared as JSON text: 1 and 1.0, or 0.0 and -0.0, are equal but not the same data.
+    assert json.dumps(store.load_data("digest")) == json.dumps(value)
