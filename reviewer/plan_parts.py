@@ -29,6 +29,7 @@ from reviewer.limits import Limits
 from reviewer.plan import Plan
 from reviewer.plan_cache import SidePlans
 from reviewer.proc import Programs
+from reviewer.render_cache import secret_free
 from reviewer.reuse import DeploymentKey, Reuse, failed_keys, key_of
 from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
 from reviewer.sops import KeylessMode, SopsDecoder
@@ -49,6 +50,7 @@ class _Share:
     keyless: tuple[str, ...]
     plan_hits: int
     plans_written: int
+    plans_saved: tuple[DeploymentKey, ...]
 
 
 def plan_side_in_parts(
@@ -97,7 +99,10 @@ def plan_side_in_parts(
         planned.append(here(other.selection))
     else:
         planned.append(_taken(share, decoder, stored))
-    return merged(fleet, planned)
+    side = merged(fleet, planned)
+    if stored is not None:
+        _forget_spelling(stored, side)
+    return side
 
 
 def in_second_share(cluster: str) -> bool:
@@ -112,7 +117,20 @@ def _taken(share: _Share, decoder: SopsDecoder, stored: SidePlans | None) -> Pla
     if stored is not None:
         stored.hits += share.plan_hits
         stored.store.written += share.plans_written
+        stored.saved += share.plans_saved
     return share.planned
+
+
+def _forget_spelling(stored: SidePlans, side: PlannedSide) -> None:
+    """Drop the plans a share stored that spell a secret only the other share decrypted:
+    planned in one process, the plan cache would not have taken them (`side._store`)."""
+    if not side.leaves or not stored.saved:
+        return
+    saved = set(stored.saved)
+    plan = Plan(releases=tuple(r for r in side.plan.releases if key_of(r.id) in saved))
+    safe = secret_free(plan, plan, side.leaves)
+    for key in sorted({key_of(release.id) for release in plan.releases if release.id not in safe}):
+        stored.forget(*side.seen[key])
 
 
 def _fleet(root: Path, options: SideOptions) -> Fleet | None:
@@ -150,8 +168,9 @@ def _plan_share(
     keyless, binary, programs = decoding
     decoder = SopsDecoder(keyless=keyless, binary=binary, programs=programs)
     if stored is not None:
-        # The copy was pickled while the parent planned: its count may include the parent's.
+        # The copy was pickled while the parent planned: its counts may include the parent's.
         stored.hits = 0
+        stored.saved = []
     renderer = TemplateRenderer(limits)
     try:
         planned = plan_twins(
@@ -164,6 +183,7 @@ def _plan_share(
         tuple(decoder.keyless_sources),
         stored.hits if stored is not None else 0,
         stored.store.written if stored is not None else 0,
+        tuple(stored.saved) if stored is not None else (),
     )
 
 

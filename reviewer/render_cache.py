@@ -175,6 +175,11 @@ class RenderStore:
         self.written += 1
         return True
 
+    def forget(self, digest: str) -> None:
+        """Remove the entry stored for `digest`, if any."""
+        with contextlib.suppress(FileNotFoundError):
+            self._path(self.key(digest)).unlink()
+
     def _temporary(self, directory: Path) -> tuple[int, str]:
         """A new private file in `directory`: named by this process and a counter (no
         random names to draw), or by `mkstemp` should that name be taken."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -311,3 +312,27 @@ def test_a_share_without_a_process_to_plan_it_is_planned_here(
     )
     split = _split(example, sops_decoder(KeylessMode.NEVER))
     _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
+
+
+def test_a_plan_spelling_a_secret_of_the_other_share_is_not_kept(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sandbox (the spawned process's share, no SOPS file) spells in plain text the
+    # secret that only this process's share (staging/stg-2) decrypts.
+    sandbox = example / "deployments/sandbox/cluster.values.yaml"
+    sandbox.write_text(sandbox.read_text(encoding="utf-8") + "reused: stg2-only\n", "utf-8")
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    digests = file_digests(example)
+
+    def kept(plan: Callable[[Path, SopsDecoder, SidePlans], PlannedSide]) -> set[str]:
+        store = RenderStore(tmp_path / plan.__name__, max_bytes=1 << 30)
+        side = plan(
+            example, sops_decoder(KeylessMode.NEVER), SidePlans(store, "c", digests, example)
+        )
+        view = SidePlans(store, "c", digests, example)
+        return {f"{c.path}/{d.name}" for c, d in side.seen.values() if view.holds(c, d)}
+
+    split, whole = kept(_split), kept(_whole)
+    assert split == whole
+    assert not any(key.startswith("sandbox/") for key in split)
+    assert any(key.startswith("staging/stg-1/") for key in split)  # the other share's, kept
