@@ -32,6 +32,7 @@ from reviewer.proc import Programs
 from reviewer.render_cache import secret_free
 from reviewer.reuse import DeploymentKey, Reuse, failed_keys, key_of
 from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
+from reviewer.side_twins import twin_replacements
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy
 
@@ -212,13 +213,21 @@ def merged(fleet: Fleet, parts: Sequence[PlannedSide]) -> PlannedSide:
     return PlannedSide(
         plan=plan,
         twin=twin,
-        replacements={real: shown for part in parts for real, shown in part.replacements.items()},
+        replacements=_replacements(parts, plan, twin),
         leaves=frozenset().union(*(part.leaves for part in parts)),
         seen=dict(seen),
         reused=frozenset().union(*(part.reused for part in parts)),
         secret_keys=frozenset().union(*(part.secret_keys for part in parts), *_unsure(parts)),
         read_sops=any(part.read_sops for part in parts),
     )
+
+
+def _replacements(parts: Sequence[PlannedSide], plan: Plan, twin: Plan) -> dict[str, str]:
+    """{secret: redacted} as one process pairs them: in the fleet's order, so a secret shown
+    two ways (two files holding it) takes the same form as planned in one process."""
+    if twin is plan:
+        return {real: shown for part in parts for real, shown in part.replacements.items()}
+    return twin_replacements(plan, twin, frozenset().union(*(part.reused for part in parts)))
 
 
 def _unsure(parts: Sequence[PlannedSide]) -> list[set[DeploymentKey]]:
