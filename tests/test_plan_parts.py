@@ -336,4 +336,3 @@ def test_a_plan_spelling_a_secret_of_the_other_share_is_not_kept(
     assert split == whole
     assert not any(key.startswith("sandbox/") for key in split)
     assert any(key.startswith("staging/stg-1/") for key in split)  # the other share's, kept
-
