@@ -34,7 +34,8 @@ from reviewer.reuse import DeploymentKey, Reuse, failed_keys, key_of
 from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
 from reviewer.side_twins import twin_replacements
 from reviewer.sops import KeylessMode, SopsDecoder
-from reviewer.sources.hierarchy import Hierarchy
+from reviewer.sources.hierarchy import Hierarchy, fleet_key
+from reviewer.sources.protocol import SideBuilds
 
 SPLIT_AT = 300
 """Deployments to plan (selected, not in the plan cache) from which a side is planned in
@@ -70,6 +71,9 @@ def plan_side_in_parts(
     to_plan = [] if fleet is None else _to_plan(fleet, options, stored, reuse)
 
     def here(selection: Selection) -> PlannedSide:
+        builds = SideBuilds()
+        if fleet is not None:  # walked above: planning takes it instead of walking again
+            builds.once(fleet_key(fleet.layout), lambda: fleet)
         return plan_twins(
             root,
             options=replace(options, selection=selection),
@@ -78,6 +82,7 @@ def plan_side_in_parts(
             fast=True,
             reuse=reuse,
             stored=stored,
+            builds=builds,
         )
 
     if fleet is None or len(to_plan) < SPLIT_AT:

@@ -222,19 +222,21 @@ def plan_twins(
     fast: bool = False,
     reuse: Reuse | None = None,
     stored: SidePlans | None = None,
+    builds: SideBuilds | None = None,
 ) -> PlannedSide:
     """Plan with real secrets and, when any were read, with redacted ones; diff the twins.
 
     `fast` (a hierarchy source alone): plan the twin only of the deployments that read
     SOPS files, the rest equals the real plan; `reuse` (fast too): take the deployments
     whose inputs the change leaves alone from the base side instead of planning them;
-    `stored` (fast too): take deployments from the plan cache, and store what is planned.
+    `stored` (fast too): take deployments from the plan cache, and store what is planned;
+    `builds`: what was built for this side already (its discovered fleet).
     """
     decoder = secrets if isinstance(secrets, SopsDecoder) else None
     recording = RecordingSecrets(secrets or NoSecrets())
     taking = _Taking(reuse, stored)
     choosing = Choosing(options.selection, taking.skip)
-    builds = SideBuilds()  # the twin takes what the real plan built
+    builds = builds or SideBuilds()  # the twin takes what the real plan built
     planned = plan_side(
         root,
         options=options,

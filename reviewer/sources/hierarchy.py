@@ -36,7 +36,9 @@ class Hierarchy:
 
     def plan(self, context: PlanContext) -> Plan:
         """Discover clusters and resolve every selected release (values, chart, labels)."""
-        fleet = HierarchySource(self.layout).discover(context.root)
+        fleet = context.builds.once(
+            fleet_key(self.layout), lambda: HierarchySource(self.layout).discover(context.root)
+        )
         loader = ValuesLoader(
             root=context.root, templates=context.renderer, secrets=context.secrets
         )
@@ -44,6 +46,11 @@ class Hierarchy:
             fleet=fleet, loader=loader, renderer=context.renderer, display_root=context.display_root
         )
         return planner.plan(select=context.select)
+
+
+def fleet_key(layout: Layout) -> tuple[str, Layout]:
+    """Where a side's plans keep the fleet discovered for `layout` (one walk per side)."""
+    return (KIND, layout)
 
 
 def decode(entry: SourceEntry) -> Hierarchy:

@@ -47,6 +47,10 @@ class SideBuilds:
             self._built[key] = run()
         return self._built[key]
 
+    def once(self, key: Hashable, run: Callable[[], Any]) -> Any:
+        """`run()`'s result, run by whichever plan of the side asks first."""
+        return self.build(key, run, twin=True)
+
 
 @dataclass(frozen=True)
 class PlanContext:
