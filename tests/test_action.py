@@ -763,7 +763,7 @@ def expand_workflow(text: str, context: dict[str, str]) -> str:
     def evaluate(expression: str) -> str:
         python = expression.replace("&&", " and ").replace("||", " or ")
         python = re.sub(
-            r"\b((?:inputs|secrets|runner|matrix)(?:\.[A-Za-z0-9_-]+)+)", lookup, python
+            r"\b((?:inputs|secrets|runner|matrix|github)(?:\.[A-Za-z0-9_-]+)+)", lookup, python
         )
         return str(eval(python, {"__builtins__": {}, "format": str.format}))
 
@@ -1049,6 +1049,55 @@ def test_a_push_to_the_target_branch_warms_the_caches_its_pull_requests_restore(
     assert review.render_caches[0]["restore-keys"].startswith(f"{prefix}-{pull.target}-\n")
     taken = re.search(r"(\d+) deployment plan\(s\) taken from the plan cache", review.log)
     assert taken is not None and int(taken[1]) > 0, review.log
+
+
+def runs_on(job: str, event: str, **given: str) -> bool:
+    """Whether review.yml's job runs for the caller's `event` (its `if:` evaluated)."""
+    workflow = load_yaml(WORKFLOW)
+    condition = str(workflow["jobs"][job]["if"])
+    context = {**workflow_inputs(**given), "github.event_name": event}
+    # A boolean input is a boolean in an expression (`workflow_inputs` spells it for `with:`).
+    for name, spec in workflow["on"]["workflow_call"]["inputs"].items():
+        if spec["type"] == "boolean":
+            value = str(context[f"inputs.{name}"] == "true")
+            condition = re.sub(rf"\binputs\.{re.escape(name)}\b(?![\w-])", value, condition)
+    return expand_workflow("${{ %s }}" % condition, context) == "True"
+
+
+def test_the_reusable_workflow_warms_the_caches_on_a_push_and_reviews_pull_requests(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    assert [job for job in ("review", "shards", "warm-cache") if runs_on(job, "push")] == [
+        "warm-cache"
+    ]
+    assert not runs_on("warm-cache", "push", **{"render-cache": "false"})
+    assert not runs_on("warm-cache", "push", shards="4"), "shards restore caches of their own"
+    assert runs_on("review", "pull_request") and not runs_on("warm-cache", "pull_request")
+    assert runs_on("shards", "pull_request", shards="4")
+
+    temp = tmp_path / "runner"
+    temp.mkdir()
+    git(pull.root, "checkout", "--quiet", "--detach", pull.target)
+    push = {
+        **runner_env(temp, {}),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_SHA": pull.target,
+        "GITHUB_REPOSITORY": fake.repository,
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_RUN_ID": "77",
+    }
+    step = load_yaml(WORKFLOW)["jobs"]["warm-cache"]["steps"][-1]
+    assert step["uses"] == "./.reviewer-action"
+    context = {**workflow_inputs(), "runner.temp": str(temp)}
+    inputs = {name: expand_workflow(str(value), context) for name, value in step["with"].items()}
+    assert "sops-age-key" not in inputs, "the job does without the secret"
+    warm = ActionRunner(pull.root, temp, push, inputs)
+    warm.run()
+    (restore, save) = warm.render_caches
+    assert save["key"] == f"reviewer-render-Linux-default-{pull.target}-77-1"
+    assert list((temp / "reviewer-render-default" / "plans").glob("??/*.entry"))
+    assert fake.state.log == [], "nothing is posted"
 
 
 def test_the_render_cache_reaches_reviewer_ci_as_options(
