@@ -117,7 +117,11 @@ class SidePlans:
         return True
 
     def forget(self, cluster: Cluster, deployment: DeploymentDir) -> None:
-        """Drop the deployment's stored plan: the next run plans it again."""
+        """Remove the deployment's stored plan and its index entry: the next run plans it."""
+        self._looked_up.pop((cluster.path, deployment.name), None)  # stored since it was asked
+        contents = self._stored_contents(cluster, deployment)
+        if contents is not None:
+            self.store.forget(contents)
         self.store.forget(self._index_key(cluster, deployment))
         self._looked_up.pop((cluster.path, deployment.name), None)
 

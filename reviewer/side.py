@@ -236,7 +236,7 @@ def plan_twins(
     recording = RecordingSecrets(secrets or NoSecrets())
     taking = _Taking(reuse, stored)
     choosing = Choosing(options.selection, taking.skip)
-    builds = builds or SideBuilds()  # the twin takes what the real plan built
+    builds = SideBuilds() if builds is None else builds  # the twin takes the real plan's
     planned = plan_side(
         root,
         options=options,

@@ -1061,7 +1061,7 @@ def runs_on(job: str, event: str, **given: str) -> bool:
         if spec["type"] == "boolean":
             value = str(context[f"inputs.{name}"] == "true")
             condition = re.sub(rf"\binputs\.{re.escape(name)}\b(?![\w-])", value, condition)
-    return expand_workflow("${{ %s }}" % condition, context) == "True"
+    return expand_workflow("${{ " + condition + " }}", context) == "True"
 
 
 def test_the_reusable_workflow_warms_the_caches_on_a_push_and_reviews_pull_requests(
@@ -1095,7 +1095,7 @@ def test_the_reusable_workflow_warms_the_caches_on_a_push_and_reviews_pull_reque
     warm = ActionRunner(pull.root, temp, push, inputs)
     warm.run()
     (restore, save) = warm.render_caches
-    assert save["key"] == f"reviewer-render-Linux-default-{pull.target}-77-1"
+    assert restore["key"] == save["key"] == f"reviewer-render-Linux-default-{pull.target}-77-1"
     assert list((temp / "reviewer-render-default" / "plans").glob("??/*.entry"))
     assert fake.state.log == [], "nothing is posted"
 

@@ -326,10 +326,12 @@ def test_a_plan_spelling_a_secret_of_the_other_share_is_not_kept(
 
     def kept(plan: Callable[[Path, SopsDecoder, SidePlans], PlannedSide]) -> set[str]:
         store = RenderStore(tmp_path / plan.__name__, max_bytes=1 << 30)
+        entries = (tmp_path / plan.__name__).rglob("*.entry")
         side = plan(
             example, sops_decoder(KeylessMode.NEVER), SidePlans(store, "c", digests, example)
         )
         view = SidePlans(store, "c", digests, example)
+        assert not any(b"stg2-only" in entry.read_bytes() for entry in entries)
         return {f"{c.path}/{d.name}" for c, d in side.seen.values() if view.holds(c, d)}
 
     split, whole = kept(_split), kept(_whole)
