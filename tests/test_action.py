@@ -1009,23 +1009,28 @@ def test_the_render_cache_is_restored_and_saved_only_when_entries_change(
     assert off.render_caches == []
 
 
-def test_a_push_to_the_target_branch_warms_the_caches_its_pull_requests_restore(
-    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
-) -> None:
-    temp = tmp_path / "runner"
+def pushed_to_main(temp: Path, fake: FakeGitHub, pull: PullRepo, *, run_id: str) -> dict[str, str]:
+    """A push to main: main's tip checked out, no pull request, a read-only token; the
+    runner's environment for it (`temp` is made as its RUNNER_TEMP)."""
     temp.mkdir()
-    prefix = "reviewer-render-Linux-default"
-    # A push to main: main's tip checked out, no pull request, a read-only token.
     git(pull.root, "checkout", "--quiet", "--detach", pull.target)
-    push = {
+    return {
         **runner_env(temp, {}),
         "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": "push",
         "GITHUB_SHA": pull.target,
         "GITHUB_REPOSITORY": fake.repository,
         "GITHUB_API_URL": fake.url,
-        "GITHUB_RUN_ID": "76",
+        "GITHUB_RUN_ID": run_id,
     }
+
+
+def test_a_push_to_the_target_branch_warms_the_caches_its_pull_requests_restore(
+    tmp_path: Path, fake: FakeGitHub, pull: PullRepo
+) -> None:
+    temp = tmp_path / "runner"
+    prefix = "reviewer-render-Linux-default"
+    push = pushed_to_main(temp, fake, pull, run_id="76")
     warm = ActionRunner(pull.root, temp, push, {"mode": "warm-cache"})
     warm.run()
     restore, save = warm.render_caches
@@ -1076,17 +1081,7 @@ def test_the_reusable_workflow_warms_the_caches_on_a_push_and_reviews_pull_reque
     assert runs_on("shards", "pull_request", shards="4")
 
     temp = tmp_path / "runner"
-    temp.mkdir()
-    git(pull.root, "checkout", "--quiet", "--detach", pull.target)
-    push = {
-        **runner_env(temp, {}),
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_EVENT_NAME": "push",
-        "GITHUB_SHA": pull.target,
-        "GITHUB_REPOSITORY": fake.repository,
-        "GITHUB_API_URL": fake.url,
-        "GITHUB_RUN_ID": "77",
-    }
+    push = pushed_to_main(temp, fake, pull, run_id="77")
     step = load_yaml(WORKFLOW)["jobs"]["warm-cache"]["steps"][-1]
     assert step["uses"] == "./.reviewer-action"
     context = {**workflow_inputs(), "runner.temp": str(temp)}
