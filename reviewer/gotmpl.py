@@ -39,6 +39,11 @@ _INTERNAL_NAME = f"{_CHART}/{_TEMPLATE}"
 # Text with `define` blocks cannot sit inside `with`; it becomes a partial rendered by include.
 _PARTIAL = "templates/_source.tpl"
 _PARTIAL_NAME = f"{_CHART}/{_PARTIAL}"
+# The text as it is, parsed but never executed beside a wrapped copy: a wrapper must not make
+# text Helm refuses render (an unbalanced `{{ end }}` or `{{ else }}` would close the
+# wrapper's `with` and reach past the context, in a batch into the other copies' contexts).
+_RAW = "templates/_raw.tpl"
+_RAW_NAME = f"{_CHART}/{_RAW}"
 # `.` is the context as a plain map, as in a batch (`.Values.cN`) and in helmfile: Helm's
 # `.Values` is `chartutil.Values`, whose methods (`.YAML`, `.AsMap`, `.Table`) would shadow
 # keys of those names, so the answer would depend on how a render was batched and narrowing
@@ -53,7 +58,9 @@ _CLOSE_CONTEXT = "{{ end }}"
 _CHART_YAML = b"apiVersion: v2\nname: gotmpl\nversion: 0.0.0\n"
 _UNDEFINED_FUNCTION = re.compile(r'function "([^"]+)" not defined')
 _POSITION = re.compile(
-    "(?:" + re.escape(_PARTIAL_NAME) + "|" + re.escape(_INTERNAL_NAME) + r"):(\d+)(?::\d+)?"
+    "(?:"
+    + "|".join(map(re.escape, (_PARTIAL_NAME, _INTERNAL_NAME, _RAW_NAME)))
+    + r"):(\d+)(?::\d+)?"
 )
 # The wrapper that includes a partial; what matters is the partial's own error.
 _INCLUDE_WRAPPER = re.compile(r"^.*error calling include:\s*", re.DOTALL)
@@ -86,7 +93,10 @@ def _archive(text: str) -> bytes:
     if _DEFINE.search(text):
         files = [(_PARTIAL, text.encode()), (_TEMPLATE, _INCLUDE_PARTIAL)]
     else:
-        files = [(_TEMPLATE, f"{_OPEN_CONTEXT}{text}{_CLOSE_CONTEXT}".encode())]
+        files = [
+            (_RAW, text.encode()),
+            (_TEMPLATE, f"{_OPEN_CONTEXT}{text}{_CLOSE_CONTEXT}".encode()),
+        ]
     return _tar(files)
 
 
@@ -399,7 +409,7 @@ def _copies_archive(text: str, size: int) -> bytes:
         (_copy_name(index), f"{{{{ with .Values.c{index} }}}}{text}{_CLOSE_CONTEXT}".encode())
         for index in range(size)
     ]
-    return _tar(files)
+    return _tar([(_RAW, text.encode()), *files])
 
 
 def context_of(values: Mapping[str, Any], release: Mapping[str, Any]) -> dict[str, Any]:
@@ -441,6 +451,6 @@ def _template_error(detail: str, source: str) -> ConfigError:
             )
         return ConfigError(source, f"template function '{function}' is not defined", line=line)
     message = _POSITION.sub(source, detail).replace(_PARTIAL_NAME, source)
-    message = message.replace(_INTERNAL_NAME, source)
+    message = message.replace(_INTERNAL_NAME, source).replace(_RAW_NAME, source)
     message = " ".join(message.split())
     return ConfigError(source, f"template error: {message}", line=line)

@@ -9,7 +9,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reviewer.errors import ConfigError
-from reviewer.gotmpl import NO_RELEASE, TemplateRenderer, context_of, render_batch, render_template
+from reviewer.gotmpl import (
+    NO_RELEASE,
+    TemplateRenderer,
+    TemplateRequest,
+    context_of,
+    render_batch,
+    render_template,
+)
 
 
 def test_values_and_helm_functions_are_available() -> None:
@@ -90,6 +97,9 @@ _BATCH_TEXTS = (
     '{{ define "x" }}[{{ .a }}]{{ end }}{{ include "x" . }}',
     '{{ required "a is required" .a }}',
     "{{ .a.b.c }}",
+    # Unbalanced: Helm refuses them; a wrapper must not make them reach past their context.
+    "{{ .a }}\n{{ end }}{{ toJson .Values }}{{ with 1 }}",
+    "{{ .a }}{{ else }}{{ toJson $ }}",
 )
 _LEAVES = st.one_of(
     st.none(),
@@ -128,6 +138,32 @@ def test_the_dot_is_a_plain_map_and_dollar_values_the_values(define: str) -> Non
     text = define + "{{ .YAML }} {{ range .list }}{{ $.Values.a }}{{ end }}"
     values = {"YAML": "key", "list": [1, 2], "a": "A"}
     assert TemplateRenderer().render(text, values=values, source="t") == "key AA"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("user: {{ .user }}\n{{ end }}other: {{ .Values.c1.password }}{{ with 1 }}", 2),
+        ("{{ .user }}{{ else }}{{ toJson .Values }}", 1),
+    ],
+)
+def test_text_that_closes_the_context_early_is_refused_alone_and_in_a_batch(
+    text: str, line: int
+) -> None:
+    """Helm refuses an unbalanced `{{ end }}` or `{{ else }}`; wrapped, it would close the
+    wrapper's `with` and, in a batch, read the other requests' contexts (their secrets)."""
+    renderer = TemplateRenderer()
+    try:
+        safe = {"user": "a"}
+        secret = {"user": "b", "password": "hunter2-SECRET"}
+        renderer.prefetch([TemplateRequest(text, values) for values in (safe, secret)])
+        with pytest.raises(ConfigError) as refused:
+            renderer.render(text, values=safe, source="apps/x/values.yaml.gotmpl")
+    finally:
+        renderer.close()
+    assert refused.value.line == line
+    assert "apps/x/values.yaml.gotmpl" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
 
 
 class _ClearedByAnotherThread(dict[str, Any]):
