@@ -57,8 +57,6 @@ class SidePlans:
     _directories: set[str] | None = field(default=None, repr=False)
     _looked_up: dict[tuple[str, str], str | None] = field(default_factory=dict, repr=False)
     """Per deployment: the digest its stored plan is under now (`holds`, then `lookup`)."""
-    saved: list[tuple[str, str]] = field(default_factory=list)
-    """(cluster, deployment) of every plan this view stored."""
     _unstable_files: dict[str, bool] = field(default_factory=dict, repr=False)
     """Whether each `.gotmpl` file calls an unstable function: every deployment of a fleet
     reads the same template and hierarchy files, so each is scanned once."""
@@ -111,10 +109,7 @@ class SidePlans:
         if contents is None or self._unstable(paths):
             return False
         stored = self.store.save_data(contents, _deployment_data(found))
-        if not (stored and self.store.save_data(self._index_key(cluster, deployment), paths)):
-            return False
-        self.saved.append((cluster.path, deployment.name))
-        return True
+        return stored and self.store.save_data(self._index_key(cluster, deployment), paths)
 
     def forget(self, cluster: Cluster, deployment: DeploymentDir) -> None:
         """Remove the deployment's stored plan and its index entry: the next run plans it."""

@@ -52,7 +52,6 @@ class _Share:
     keyless: tuple[str, ...]
     plan_hits: int
     plans_written: int
-    plans_saved: tuple[DeploymentKey, ...]
 
 
 def plan_side_in_parts(
@@ -99,9 +98,14 @@ def plan_side_in_parts(
         planned = [here(replace(options.selection, elsewhere=theirs))]
         with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): plan it here
             share = future.result() if future is not None else None
+    except BaseException:
+        executor.shutdown(cancel_futures=True)  # the process ends what it started
+        _forget(stored, fleet, theirs)
+        raise
     finally:
         executor.shutdown(cancel_futures=True)
     if share is None:
+        _forget(stored, fleet, theirs)
         planned.append(here(other.selection))
     else:
         planned.append(_taken(share, decoder, stored))
@@ -109,6 +113,17 @@ def plan_side_in_parts(
     if stored is not None:
         _forget_spelling(stored, side)
     return side
+
+
+def _forget(stored: SidePlans | None, fleet: Fleet, keys: frozenset[DeploymentKey]) -> None:
+    """Drop whatever plans the spawned process may have stored when its answer is lost: no
+    one checked them against the secrets this process decrypted."""
+    if stored is None:
+        return
+    for cluster in fleet.clusters:
+        for deployment in cluster.deployments:
+            if (cluster.path, deployment.name) in keys:
+                stored.forget(cluster, deployment)
 
 
 def in_second_share(cluster: str) -> bool:
@@ -123,19 +138,26 @@ def _taken(share: _Share, decoder: SopsDecoder, stored: SidePlans | None) -> Pla
     if stored is not None:
         stored.hits += share.plan_hits
         stored.store.written += share.plans_written
-        stored.saved += share.plans_saved
     return share.planned
 
 
 def _forget_spelling(stored: SidePlans, side: PlannedSide) -> None:
-    """Drop the plans a share stored that spell a secret only the other share decrypted:
-    planned in one process, the plan cache would not have taken them (`side._store`)."""
-    if not side.leaves or not stored.saved:
+    """Drop the stored plans that spell a secret only the other share decrypted: planned in
+    one process, the plan cache would not have taken them (`side._store`)."""
+    if not side.leaves:
         return
-    saved = set(stored.saved)
-    plan = Plan(releases=tuple(r for r in side.plan.releases if key_of(r.id) in saved))
+    # Releases a SOPS file reached are never stored; reused ones were stored by the base side.
+    plan = Plan(
+        releases=tuple(
+            release
+            for release in side.plan.releases
+            if key_of(release.id) not in side.reused
+            and not any(layer.secret for layer in release.layers)
+        )
+    )
     safe = secret_free(plan, plan, side.leaves)
-    for key in sorted({key_of(release.id) for release in plan.releases if release.id not in safe}):
+    spelling = {key_of(release.id) for release in plan.releases if release.id not in safe}
+    for key in sorted(spelling):
         stored.forget(*side.seen[key])
 
 
@@ -176,7 +198,6 @@ def _plan_share(
     if stored is not None:
         # The copy was pickled while the parent planned: its counts may include the parent's.
         stored.hits = 0
-        stored.saved = []
     renderer = TemplateRenderer(limits)
     try:
         planned = plan_twins(
@@ -189,7 +210,6 @@ def _plan_share(
         tuple(decoder.keyless_sources),
         stored.hits if stored is not None else 0,
         stored.store.written if stored is not None else 0,
-        tuple(stored.saved) if stored is not None else (),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -317,10 +317,7 @@ def test_a_share_without_a_process_to_plan_it_is_planned_here(
 def test_a_plan_spelling_a_secret_of_the_other_share_is_not_kept(
     example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The sandbox (the spawned process's share, no SOPS file) spells in plain text the
-    # secret that only this process's share (staging/stg-2) decrypts.
-    sandbox = example / "deployments/sandbox/cluster.values.yaml"
-    sandbox.write_text(sandbox.read_text(encoding="utf-8") + "reused: stg2-only\n", "utf-8")
+    _spell_in_the_sandbox(example)
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
     digests = file_digests(example)
 
@@ -331,10 +328,59 @@ def test_a_plan_spelling_a_secret_of_the_other_share_is_not_kept(
             example, sops_decoder(KeylessMode.NEVER), SidePlans(store, "c", digests, example)
         )
         view = SidePlans(store, "c", digests, example)
-        assert not any(b"stg2-only" in entry.read_bytes() for entry in entries)
+        assert not _spelling(entries)
         return {f"{c.path}/{d.name}" for c, d in side.seen.values() if view.holds(c, d)}
 
     split, whole = kept(_split), kept(_whole)
     assert split == whole
     assert not any(key.startswith("sandbox/") for key in split)
     assert any(key.startswith("staging/stg-1/") for key in split)  # the other share's, kept
+
+
+def _spell_in_the_sandbox(root: Path) -> None:
+    """The sandbox (the spawned process's share, no SOPS file) spells in plain text the
+    secret that only this process's share (staging/stg-2) decrypts."""
+    sandbox = root / "deployments/sandbox/cluster.values.yaml"
+    sandbox.write_text(sandbox.read_text(encoding="utf-8") + "reused: stg2-only\n", "utf-8")
+
+
+def _spelling(entries: Iterable[Path]) -> list[Path]:
+    return [entry for entry in entries if b"stg2-only" in entry.read_bytes()]
+
+
+def _store_then_die(*args: Any) -> None:
+    plan_parts._plan_share(*args)  # the spawned process's own module: the real one
+    os._exit(3)
+
+
+def test_plans_a_dying_process_stored_are_not_kept_unchecked(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _spell_in_the_sandbox(example)
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    monkeypatch.setattr(plan_parts, "_plan_share", _store_then_die)
+    store = RenderStore(tmp_path / "cache", max_bytes=1 << 30)
+    digests = file_digests(example)
+    split = _split(
+        example, sops_decoder(KeylessMode.NEVER), SidePlans(store, "c", digests, example)
+    )
+    _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
+    assert not _spelling((tmp_path / "cache").rglob("*.entry"))
+
+
+def test_plans_of_the_other_process_are_not_kept_when_this_one_fails(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _spell_in_the_sandbox(example)
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+
+    def failing(*args: Any, **kwargs: Any) -> PlannedSide:
+        raise RuntimeError("the template sandbox failed")
+
+    monkeypatch.setattr(plan_parts, "plan_twins", failing)  # this process's share only
+    store = RenderStore(tmp_path / "cache", max_bytes=1 << 30)
+    stored = SidePlans(store, "c", file_digests(example), example)
+    with pytest.raises(RuntimeError, match="sandbox failed"):
+        _split(example, sops_decoder(KeylessMode.NEVER), stored)
+    assert not _spelling((tmp_path / "cache").rglob("*.entry"))
+    assert not list((tmp_path / "cache").rglob("*.entry")), "nothing it stored is kept"
