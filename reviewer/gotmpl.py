@@ -169,11 +169,15 @@ class TemplateRenderer:
         answer = self._cache.get(key)
         if answer is None:
             answer = self._render(text, values=context, source=source)
-            if answer[0] != "ok" and narrowed:
-                # Errors are Helm's answer for the whole context, word for word.
-                answer = self._render(text, values=context_of(values, release), source=source)
             if answer[0] == "ok":
                 self._cache[key] = answer
+            elif narrowed:
+                # Errors are Helm's answer for the whole context, word for word.
+                answer = self._render(text, values=context_of(values, release), source=source)
+                if answer[0] == "ok":
+                    # The whole context renders: the text reads a key the reading missed. Its
+                    # answer is not the narrowed key's, and the text is not narrowed again.
+                    self._fields[text] = None
         status, result = answer
         if status != "ok":
             raise _template_error(result, source)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reviewer import gotmpl_fields
 from reviewer.errors import ConfigError
 from reviewer.gotmpl import (
     NO_RELEASE,
@@ -189,3 +190,17 @@ def test_a_memo_cleared_between_lookups_still_renders() -> None:
             assert renderer.render("{{ .a }}", values={"a": index}, source="t") == str(index)
     finally:
         renderer.close()
+
+
+def test_a_key_the_reading_missed_never_shares_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the reading of a template miss a key it uses, the whole context's answer is
+    not kept under the narrowed context's key, and the text is rendered whole afterwards."""
+    monkeypatch.setattr(gotmpl_fields, "reachable", lambda text: {"a"})  # `b` missed
+    text = '{{ .a }}-{{ required "b is required" .b }}'
+    renderer = TemplateRenderer()
+    try:
+        first = renderer.render(text, values={"a": 1, "b": "one"}, source="t")
+        second = renderer.render(text, values={"a": 1, "b": "two"}, source="t")
+    finally:
+        renderer.close()
+    assert (first, second) == ("1-one", "1-two")
