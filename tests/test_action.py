@@ -1079,6 +1079,9 @@ def test_the_reusable_workflow_warms_the_caches_on_a_push_and_reviews_pull_reque
     assert not runs_on("warm-cache", "push", shards="4"), "shards restore caches of their own"
     assert runs_on("review", "pull_request") and not runs_on("warm-cache", "pull_request")
     assert runs_on("shards", "pull_request", shards="4")
+    # A push-triggered caller reviewing a pull request it names reviews it.
+    assert runs_on("review", "push", **{"pr-number": "7"})
+    assert not runs_on("warm-cache", "push", **{"pr-number": "7"})
 
     temp = tmp_path / "runner"
     push = pushed_to_main(temp, fake, pull, run_id="77")
