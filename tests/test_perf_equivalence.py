@@ -7,6 +7,7 @@ must come out byte for byte the same either way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import shutil
@@ -20,7 +21,17 @@ from conftest import GitRepo, Repo, git
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviewer import capabilities, jail, limits, plan_commands, plan_parts, render, yamlemit, yamlio
+from reviewer import (
+    capabilities,
+    gotmpl,
+    jail,
+    limits,
+    plan_commands,
+    plan_parts,
+    render,
+    yamlemit,
+    yamlio,
+)
 from reviewer import values as values_mod
 from reviewer.capabilities import Capabilities
 from reviewer.charts import ChartFetcher, ResolvedChart
@@ -294,3 +305,9 @@ def test_remembered_quoting_is_shlex_join(words: list[str]) -> None:
 def test_absolute_paths_are_told_apart_as_pathlib_does(relative: str) -> None:
     assume("\0" not in relative)
     assert relative.startswith("/") == Path(relative).is_absolute()
+
+
+@pytest.mark.parametrize("size", [0, 1, 2046, 2047, 2048, 4094, 4095, 100_000])
+def test_render_keys_hashed_in_pieces_are_the_sha256_of_the_whole(size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert gotmpl._sha256(data) == hashlib.sha256(data).hexdigest()
