@@ -69,16 +69,18 @@ class LimitFlags:
 
 def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
     """True when maps and lists nest deeper than `limit` (checked without recursion)."""
-    stack: list[tuple[object, int]] = [(value, 0)]
+    if not isinstance(value, (dict, list)):
+        return False
+    # Every parsed document is checked: only maps and lists go on the stack, as scalars
+    # (most of the items) cannot nest.
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: list[object] = list(item.values())
-        elif isinstance(item, list):
-            children = list(item)
-        else:
+        children = item.values() if isinstance(item, dict) else item
+        if not children:
             continue
-        if depth >= limit and children:
+        if depth >= limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        deeper = depth + 1
+        stack.extend((child, deeper) for child in children if isinstance(child, (dict, list)))
     return False

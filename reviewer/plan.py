@@ -247,19 +247,21 @@ class Planner:
             (app, {**atlas, "instance": contexts.atlas_instance(_instance(app, spec))})
             for app in spec.apps
         ]
-        self.renderer.prefetch(
-            prefetch.app_templates(self.loader, instances, hierarchy.values, templates)
-        )
+        # Each app's template context, built once for the forecast and the expansion: it
+        # merges the whole hierarchy.
+        seen = [
+            (app, values_mod.with_atlas(contexts.template_context(app, hierarchy.values), atlas))
+            for app, atlas in instances
+        ]
+        self.renderer.prefetch(prefetch.app_templates(self.loader, seen, templates))
         expanded: list[tuple[AppSpec, ReleaseSpec, Values]] = []
-        for app, instance_atlas in instances:
+        for (app, instance_atlas), (_, context) in zip(instances, seen, strict=True):
             try:
                 releases = templates_mod.expand(
                     root=self.fleet.root,
                     source=templates[app.template],
                     instance=_instance(app, spec),
-                    context=values_mod.with_atlas(
-                        contexts.template_context(app, hierarchy.values), instance_atlas
-                    ),
+                    context=context,
                     renderer=self.renderer,
                     read=self.loader.read_text,
                 )

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reviewer import plan_contexts as contexts
 from reviewer import values as values_mod
 from reviewer.deployment import AppSpec
 from reviewer.errors import ReviewerError
@@ -39,11 +38,11 @@ class ReleaseSetting:
 def app_templates(
     loader: ValuesLoader,
     instances: Iterable[tuple[AppSpec, Values]],
-    hierarchy: Values,
     templates: Mapping[str, str],
 ) -> Iterator[TemplateRequest]:
-    """Each app instance's template render (`templates.expand`), given its atlas."""
-    for app, atlas in instances:
+    """Each app instance's template render (`templates.expand`), given the context it sees
+    (`plan_contexts.template_context` with its atlas)."""
+    for app, context in instances:
         source = templates[app.template]
         if not source.endswith(values_mod.GOTMPL_SUFFIX):
             continue
@@ -51,8 +50,7 @@ def app_templates(
             text = loader.read_text(source)
         except ReviewerError:
             continue  # expanding the app reports it
-        context = contexts.template_context(app, hierarchy)
-        yield TemplateRequest(text, values_mod.with_atlas(context, atlas))
+        yield TemplateRequest(text, context)
 
 
 def release_values(

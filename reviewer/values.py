@@ -78,13 +78,19 @@ class ValuesEntry:
 
 def merge(lower: Mapping[str, Any], higher: Mapping[str, Any]) -> Values:
     """Deep-merge maps; scalars, lists and explicit nulls from `higher` replace `lower`."""
+    # Planning merges the hierarchy into every release's layers, often into an empty map:
+    # the shortcuts and looking below only for maps are what keep that cheap.
+    if not lower:
+        return dict(higher)
     result = dict(lower)
+    if not higher:
+        return result
     for key, value in higher.items():
-        below = result.get(key)
-        if isinstance(value, dict) and isinstance(below, dict):
-            result[key] = merge(below, value)
-        else:
-            result[key] = value
+        if isinstance(value, dict):
+            below = result.get(key)
+            if isinstance(below, dict):
+                value = merge(below, value)
+        result[key] = value
     return result
 
 

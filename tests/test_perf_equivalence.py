@@ -7,19 +7,32 @@ must come out byte for byte the same either way.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shlex
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agekeys import sops_decoder
 from conftest import GitRepo, Repo, git
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviewer import capabilities, jail, plan_parts, render, yamlemit, yamlio
+from reviewer import (
+    capabilities,
+    gotmpl,
+    jail,
+    limits,
+    plan_commands,
+    plan_parts,
+    render,
+    yamlemit,
+    yamlio,
+)
+from reviewer import values as values_mod
 from reviewer.capabilities import Capabilities
 from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
@@ -28,7 +41,7 @@ from reviewer.errors import ExitStatus
 from reviewer.gotmpl import TemplateRenderer, TemplateRequest
 from reviewer.plan import Planner, ReleasePlan
 from reviewer.sops import KeylessMode
-from reviewer.values import ValuesLoader
+from reviewer.values import Values, ValuesLoader
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 
@@ -206,3 +219,95 @@ def test_a_long_value_seen_first_is_still_a_complex_key_later() -> None:
     assert yamlio.dump({"a": long}) == yamlio.dump_with_ruamel({"a": long})
     assert yamlio.dump({long: "a"}) == yamlio.dump_with_ruamel({long: "a"})
     assert yamlio.dump({long: "a"}).startswith("? ")
+
+
+# The plain computations that planning's hot paths replaced, kept as oracles.
+
+
+def _merge_as_written_first(lower: Mapping[str, Any], higher: Mapping[str, Any]) -> Values:
+    result = dict(lower)
+    for key, value in higher.items():
+        below = result.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            result[key] = _merge_as_written_first(below, value)
+        else:
+            result[key] = value
+    return result
+
+
+def _shape(value: Any, given: set[int]) -> Any:
+    """`value` with its order, types and which maps and lists it shares with the inputs."""
+    if isinstance(value, (dict, list)) and id(value) in given:
+        return ("shared", id(value))
+    if isinstance(value, dict):
+        return ("dict", [(repr(key), _shape(item, given)) for key, item in value.items()])
+    if isinstance(value, list):
+        return ("list", [_shape(item, given) for item in value])
+    return ("scalar", type(value).__name__, repr(value))
+
+
+def _containers(*values: Any) -> set[int]:
+    found: set[int] = set()
+    stack = list(values)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (dict, list)):
+            found.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return found
+
+
+_MAP = st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), _TREE, max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MAP, _MAP)
+def test_merge_answers_as_the_plain_merge_did(lower: Values, higher: Values) -> None:
+    # Same keys in the same order, same values, and the same maps shared with the inputs.
+    given_ids = _containers(lower, higher)
+    new = values_mod.merge(lower, higher)
+    old = _merge_as_written_first(lower, higher)
+    assert _shape(new, given_ids) == _shape(old, given_ids)
+    assert repr(new) == repr(old)
+
+
+def _too_deep_as_written_first(value: object, limit: int) -> bool:
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = list(item)
+        else:
+            continue
+        if depth >= limit and children:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TREE, st.integers(min_value=0, max_value=5))
+def test_too_deep_answers_as_the_plain_walk_did(value: Any, limit: int) -> None:
+    assert limits.too_deep(value, limit) == _too_deep_as_written_first(value, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_TEXT, st.text()), max_size=6))
+def test_remembered_quoting_is_shlex_join(words: list[str]) -> None:
+    assert plan_commands._join(words) == shlex.join(words)
+    assert plan_commands._join(words) == shlex.join(words), "and again, from the memo"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_TEXT, st.text(alphabet="/.a\\ ~:"), st.text()))
+def test_absolute_paths_are_told_apart_as_pathlib_does(relative: str) -> None:
+    assume("\0" not in relative)
+    assert relative.startswith("/") == Path(relative).is_absolute()
+
+
+@pytest.mark.parametrize("size", [0, 1, 2046, 2047, 2048, 4094, 4095, 100_000])
+def test_render_keys_hashed_in_pieces_are_the_sha256_of_the_whole(size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert gotmpl._sha256(data) == hashlib.sha256(data).hexdigest()
