@@ -809,10 +809,10 @@ def test_reusable_workflow_keeps_permissions_minimal_per_job() -> None:
     assert jobs["shards"]["permissions"] == {}
     assert jobs["render"]["permissions"] == {"contents": "read"}
     assert jobs["publish"]["permissions"] == jobs["review"]["permissions"]
-    assert (jobs["review"]["if"], jobs["shards"]["if"]) == (
-        "inputs.shards <= 1",
-        "inputs.shards > 1",
-    )
+    assert jobs["warm-cache"]["permissions"] == {"contents": "read"}
+    for shards, job in (("1", "review"), ("4", "shards")):
+        running = ("review", "shards", "warm-cache")
+        assert [name for name in running if runs_on(name, "pull_request", shards=shards)] == [job]
     assert jobs["render"]["strategy"]["fail-fast"] is False
     for output in workflow["on"]["workflow_call"]["outputs"].values():
         assert (
