@@ -176,9 +176,17 @@ class RenderStore:
         return True
 
     def forget(self, digest: str) -> None:
-        """Remove the entry stored for `digest`, if any."""
-        with contextlib.suppress(FileNotFoundError):
-            self._path(self.key(digest)).unlink()
+        """Remove the entry stored for `digest`, if any; when it cannot be removed, the
+        whole cache goes (an entry is forgotten because it must not be kept)."""
+        path = self._path(self.key(digest))
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        except OSError:
+            self.clear()
+            if path.exists():
+                raise
 
     def _temporary(self, directory: Path) -> tuple[int, str]:
         """A new private file in `directory`: named by this process and a counter (no

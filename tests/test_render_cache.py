@@ -327,3 +327,22 @@ def test_any_stored_data_is_read_back_with_its_types(tmp_path: Path, value: obje
     assert store.save_data("digest", value)
     # Compared as JSON text: 1 and 1.0, or 0.0 and -0.0, are equal but not the same data.
     assert json.dumps(store.load_data("digest")) == json.dumps(value)
+
+
+def test_an_entry_that_cannot_be_forgotten_takes_the_cache_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RenderStore(tmp_path / "store", max_bytes=1 << 20)
+    assert store.save_data("spelling", {"a": 1}) and store.save_data("other", {"b": 2})
+    unlink = Path.unlink
+
+    def refused(path: Path, missing_ok: bool = False) -> None:
+        if path.name.endswith(".entry"):
+            raise PermissionError(13, "Permission denied", str(path))  # as a read-only mount
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refused)
+    store.forget("spelling")
+    monkeypatch.undo()
+    assert store.load_data("spelling") is None
+    assert store.load_data("other") is None, "nothing of the cache is kept"
