@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reviewer import values as values_mod
 from reviewer import yamlio
 from reviewer.charts.errors import CORRUPT_ARCHIVE, ChartError
 from reviewer.errors import ReviewerError
@@ -31,17 +32,8 @@ class ChartDefaults:
     """The new `values.yaml` (already merged, e.g. from files of the repository)."""
 
 
-def merge_maps(lower: dict[str, Any], higher: dict[str, Any]) -> dict[str, Any]:
-    """Maps merge recursively; anything else from `higher` replaces."""
-    merged = dict(lower)
-    for key, value in higher.items():
-        below = merged.get(key)
-        merged[key] = (
-            merge_maps(below, value)
-            if isinstance(value, dict) and isinstance(below, dict)
-            else value
-        )
-    return merged
+# Maps merge recursively; anything else from `higher` replaces: the hierarchy's merge.
+merge_maps = values_mod.merge
 
 
 def replace_defaults(chart: Path, defaults: ChartDefaults, work: Path, *, ref: str) -> Path:

@@ -14,10 +14,11 @@ redacted twin), so the redaction stage can pair each secret with its stand-in.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reviewer import values as values_mod
 from reviewer import yamlio
 from reviewer.decode import Field
 from reviewer.errors import ConfigError
@@ -53,17 +54,10 @@ Lookup = Callable[[ValuesReference], Supplied]
 """Finds what a reference names; raises `ValuesMissing` when it does not exist."""
 
 
-def merge_maps(lower: Mapping[str, Any], higher: Mapping[str, Any]) -> Values:
-    """helm-controller's MergeMaps: maps merge recursively into new maps; anything else from
-    `higher` replaces, shared, not copied (the sharing decides targetPath precedence)."""
-    merged = dict(lower)
-    for key, value in higher.items():
-        below = merged.get(key)
-        if isinstance(value, dict) and isinstance(below, dict):
-            merged[key] = merge_maps(below, value)
-        else:
-            merged[key] = value
-    return merged
+# helm-controller's MergeMaps is the hierarchy's merge: maps merge recursively into new maps;
+# anything else from `higher` replaces, shared, not copied (the sharing decides targetPath
+# precedence).
+merge_maps = values_mod.merge
 
 
 def compose(release: HelmRelease, lookup: Lookup, *, redact: bool = False) -> Values:
