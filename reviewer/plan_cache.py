@@ -113,12 +113,13 @@ class SidePlans:
 
     def forget(self, cluster: Cluster, deployment: DeploymentDir) -> None:
         """Remove the deployment's stored plan and its index entry: the next run plans it."""
-        self._looked_up.pop((cluster.path, deployment.name), None)  # stored since it was asked
+        key = (cluster.path, deployment.name)
+        self._looked_up.pop(key, None)  # it may have been stored since it was looked up
         contents = self._stored_contents(cluster, deployment)
         if contents is not None:
             self.store.forget(contents)
         self.store.forget(self._index_key(cluster, deployment))
-        self._looked_up.pop((cluster.path, deployment.name), None)
+        self._looked_up[key] = None
 
     def _index_key(self, cluster: Cluster, deployment: DeploymentDir) -> str:
         levels = [[level.kind, level.path, level.label] for level in cluster.levels]

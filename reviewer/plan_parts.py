@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,10 +29,10 @@ from reviewer.limits import Limits
 from reviewer.plan import Plan
 from reviewer.plan_cache import SidePlans
 from reviewer.proc import Programs
-from reviewer.render_cache import secret_free
-from reviewer.reuse import DeploymentKey, Reuse, failed_keys, key_of
+from reviewer.render_cache import spelling
+from reviewer.reuse import DeploymentKey, Reuse, key_of
 from reviewer.side import PlannedSide, Selection, Shard, SideOptions, plan_twins
-from reviewer.side_twins import twin_replacements
+from reviewer.side_twins import twin_replacements, unsure_keys
 from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources.hierarchy import Hierarchy, fleet_key
 from reviewer.sources.protocol import SideBuilds
@@ -89,10 +89,10 @@ def plan_side_in_parts(
     theirs = frozenset(key for key in to_plan if in_second_share(key[0]))
     other = replace(options, selection=replace(options.selection, only=theirs))
     share: _Share | None = None
+    future: Future[_Share] | None = None
     executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     try:
         # The process gets copies (pickled): its caches and counts are its own.
-        future = None
         with contextlib.suppress(OSError):  # no process to be had (limits): plan it here
             future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
         planned = [here(replace(options.selection, elsewhere=theirs))]
@@ -100,12 +100,14 @@ def plan_side_in_parts(
             share = future.result() if future is not None else None
     except BaseException:
         executor.shutdown(cancel_futures=True)  # the process ends what it started
-        _forget(stored, fleet, theirs)
+        if future is not None:
+            _forget(stored, fleet, theirs)
         raise
     finally:
         executor.shutdown(cancel_futures=True)
     if share is None:
-        _forget(stored, fleet, theirs)
+        if future is not None:  # it ran, then died
+            _forget(stored, fleet, theirs)
         planned.append(here(other.selection))
     else:
         planned.append(_taken(share, decoder, stored))
@@ -146,18 +148,13 @@ def _forget_spelling(stored: SidePlans, side: PlannedSide) -> None:
     one process, the plan cache would not have taken them (`side._store`)."""
     if not side.leaves:
         return
-    # Releases a SOPS file reached are never stored; reused ones were stored by the base side.
-    plan = Plan(
-        releases=tuple(
-            release
-            for release in side.plan.releases
-            if key_of(release.id) not in side.reused
-            and not any(layer.secret for layer in release.layers)
-        )
-    )
-    safe = secret_free(plan, plan, side.leaves)
-    spelling = {key_of(release.id) for release in plan.releases if release.id not in safe}
-    for key in sorted(spelling):
+    # Deployments a SOPS file reached are never stored; reused ones the base side stored.
+    candidates = [
+        release
+        for release in side.plan.releases
+        if key_of(release.id) not in side.secret_keys | side.reused
+    ]
+    for key in sorted({key_of(rid) for rid in spelling(candidates, side.leaves)}):
         stored.forget(*side.seen[key])
 
 
@@ -260,16 +257,7 @@ def _unsure(parts: Sequence[PlannedSide]) -> list[set[DeploymentKey]]:
     those that failed or planned no release (`twin_keys`) in shares that read none."""
     if not any(part.read_sops for part in parts):
         return []
-    return [
-        (failed_keys(part.plan.errors) | (part.seen.keys() - _with_releases(part.plan)))
-        - part.reused
-        for part in parts
-        if not part.read_sops
-    ]
-
-
-def _with_releases(plan: Plan) -> set[DeploymentKey]:
-    return {key_of(release.id) for release in plan.releases}
+    return [unsure_keys(part.plan, part.seen) - part.reused for part in parts if not part.read_sops]
 
 
 def _merged_plans(plans: Sequence[Plan], order: Callable[[DeploymentKey], int]) -> Plan:

@@ -67,14 +67,22 @@ def secret_free(real: Plan, twin: Plan, secrets: Iterable[str] = ()) -> frozense
     """Releases no SOPS value reaches: no secret layer, a twin plan equal to the real one,
     and no known secret (a distinctive one of `secrets`) spelled in their values or labels."""
     twins = {release.id: release for release in twin.releases}
-    spelled = _spelling(secrets)
+    spelled = spelling(real.releases, secrets)
     return frozenset(
         release.id
         for release in real.releases
         if not any(layer.secret for layer in release.layers)
         and twins.get(release.id) == release
-        and not (spelled is not None and spelled.search(_texts(release)))
+        and release.id not in spelled
     )
+
+
+def spelling(releases: Iterable[ReleasePlan], secrets: Iterable[str]) -> frozenset[ReleaseId]:
+    """Releases whose values or labels spell a known secret (a distinctive one of `secrets`)."""
+    spelled = _spelling(secrets)
+    if spelled is None:
+        return frozenset()
+    return frozenset(release.id for release in releases if spelled.search(_texts(release)))
 
 
 def _spelling(secrets: Iterable[str]) -> re.Pattern[str] | None:

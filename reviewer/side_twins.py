@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from pathlib import Path
 
 from reviewer.plan import Plan, ReleasePlan
@@ -86,15 +87,20 @@ def twin_keys(planned: Plan, choosing: Choosing, recording: RecordingSecrets) ->
     file, failed, or planned no release (a template may branch on a secret)."""
     if not recording.used:
         return set()
-    keys = failed_keys(planned.errors)
-    with_releases: set[DeploymentKey] = set()
-    for release in planned.releases:
-        key = key_of(release.id)
-        with_releases.add(key)
-        if _reads_secrets(release, recording.sources):
-            keys.add(key)
-    keys |= {key for key in choosing.seen if key not in with_releases}
+    keys = unsure_keys(planned, choosing.seen)
+    keys |= {
+        key_of(release.id)
+        for release in planned.releases
+        if _reads_secrets(release, recording.sources)
+    }
     return keys - choosing.skipped
+
+
+def unsure_keys(planned: Plan, seen: Iterable[DeploymentKey]) -> set[DeploymentKey]:
+    """Deployments of `seen` that failed or planned no release: once a side read a SOPS
+    file, a template of theirs may have branched on a secret."""
+    with_releases = {key_of(release.id) for release in planned.releases}
+    return failed_keys(planned.errors) | {key for key in seen if key not in with_releases}
 
 
 def _reads_secrets(release: ReleasePlan, sources: set[str]) -> bool:
