@@ -37,8 +37,9 @@ from reviewer.capabilities import Capabilities
 from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
 from reviewer.discover import Cluster
-from reviewer.errors import ExitStatus
+from reviewer.errors import ConfigError, ExitStatus
 from reviewer.gotmpl import TemplateRenderer, TemplateRequest
+from reviewer.paths import CHECKOUT_ROOT, inside
 from reviewer.plan import Planner, ReleasePlan
 from reviewer.sops import KeylessMode
 from reviewer.values import Values, ValuesLoader
@@ -294,17 +295,29 @@ def test_too_deep_answers_as_the_plain_walk_did(value: Any, limit: int) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(_TEXT, st.text()), max_size=6))
+@given(st.lists(st.one_of(_TEXT, st.text()), min_size=3, max_size=3))
 def test_remembered_quoting_is_shlex_join(words: list[str]) -> None:
-    assert plan_commands._join(words) == shlex.join(words)
-    assert plan_commands._join(words) == shlex.join(words), "and again, from the memo"
+    """The reproduce command a report prints quotes its words as `shlex.join` does."""
+    root, cluster, deployment = words
+    argv = ["reviewer", "render", root, "--cluster", cluster, "--deployment", deployment]
+    words = [*argv, "--out", "/tmp/reviewer-render"]
+    assert plan_commands.render_command(root, cluster, deployment) == shlex.join(words)
+    again = plan_commands.render_command(root, cluster, deployment)
+    assert again == shlex.join(words), "and again, from the memo"
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(_TEXT, st.text(alphabet="/.a\\ ~:"), st.text()))
 def test_absolute_paths_are_told_apart_as_pathlib_does(relative: str) -> None:
+    """A values entry is refused as absolute exactly when pathlib calls it absolute."""
     assume("\0" not in relative)
-    assert relative.startswith("/") == Path(relative).is_absolute()
+    assume(relative != CHECKOUT_ROOT and not relative.startswith(CHECKOUT_ROOT + "/"))
+    try:
+        inside(EXAMPLE, "deployments", relative, file="deployment.yaml", field="values[0]")
+        refused = False
+    except ConfigError as error:
+        refused = "absolute path" in error.message
+    assert refused == Path(relative).is_absolute()
 
 
 @pytest.mark.parametrize("size", [0, 1, 2046, 2047, 2048, 4094, 4095, 100_000])
