@@ -13,6 +13,8 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import resource
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -100,6 +102,7 @@ class Sandbox:
         self._binary = str(binary) if binary else None
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
+        self._scratch: str | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -133,8 +136,13 @@ class Sandbox:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         memory = self.limits.memory_mib * 1024 * 1024
+        # The child is killed, never asked to stop, so it cannot remove what it writes
+        # (chart copies, helm's home): its temporary files go where this process removes them.
+        self._scratch = tempfile.mkdtemp(prefix="reviewer-sandbox-")
         process = context.Process(
-            target=_serve, args=(child, memory, self._engine, self._binary), daemon=True
+            target=_serve,
+            args=(child, memory, self._engine, self._binary, self._scratch),
+            daemon=True,
         )
         # Counted before it starts: a finalizer closing another sandbox may run (garbage
         # collection) while this one launches, and must not stop the resource tracker that
@@ -157,11 +165,14 @@ class Sandbox:
             _child_stopped()
         if self._conn is not None:
             self._conn.close()
-        self._process, self._conn = None, None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        self._process, self._conn, self._scratch = None, None, None
 
 
-def _serve(conn: Connection, memory: int, engine: str, binary: str | None) -> None:
+def _serve(conn: Connection, memory: int, engine: str, binary: str | None, scratch: str) -> None:
     """The child: load the engine, cap the address space, then answer tasks until EOF."""
+    tempfile.tempdir = scratch
     # The Go runtime reserves address space when the SDK loads; capping after that makes
     # the limit bound what renders allocate, not whether the child can start at all.
     from reviewer import sandbox_tasks

@@ -210,6 +210,33 @@ def test_a_parallel_diff_process_leaves_no_defunct_child(git_repo: GitRepo, tmp_
     assert _in_session(process.pid) == []
 
 
+def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """Sandboxes are killed, never asked to stop: what they write must still be removed."""
+    fleet(git_repo).commit("fleet")
+    git_repo.write("deployments/global.values.yaml", "everywhere: true\n")  # renders all
+    git_repo.write("charts/slow/Chart.yaml", "apiVersion: v2\nname: slow\nversion: 1.0.0\n")
+    loop = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
+    git_repo.write("charts/slow/templates/loop.yaml", loop)
+    helmfile = "releases: [{name: slow, chart: ../../charts/slow}]\n"
+    git_repo.write("templates/slow/helmfile.yaml.gotmpl", helmfile)
+    git_repo.write("deployments/g0/g0c0/apps/slow/deployment.yaml", "apps: [{template: slow}]\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
+    command += ["--base", "main", "--jobs", "2", "--render-timeout", "2", "--format", "json"]
+    # Every release's chart is copied (skipSchemaValidation defaults to true) in a sandbox.
+    done = subprocess.run(
+        command, capture_output=True, cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}
+    )
+    assert done.returncode == ExitStatus.RENDER_FAILED, done.stderr.decode()[-2000:]
+    releases = json.loads(done.stdout)["releases"]
+    assert [r["release"] for r in releases if r["status"] == "error"] == ["slow"]
+    assert "time limit of 2s" in done.stdout.decode()
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
 _CLOSE_WHILE_STARTING = """
 import multiprocessing.util
 from reviewer.limits import Limits
