@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from reviewer import yamlio
 
@@ -23,27 +23,16 @@ LAYER_LABEL = "kraan/layer"
 by it, and a release whose layer differs between the sides moved between layers."""
 
 
-@dataclass(frozen=True, order=True)
-class ReleaseId:
-    """A release's identity: (cluster path, deployment name, release name)."""
+class ReleaseId(NamedTuple):
+    """A release's identity: (cluster path, deployment name, release name); ordered by
+    cluster, then deployment, then release."""
 
+    # A tuple, not a dataclass: identities key every per-release map of a review and are
+    # sorted again and again (hundreds of thousands of hashes and comparisons in a large
+    # fleet), which a tuple does in C.
     cluster: str
     deployment: str
     release: str
-
-    def __post_init__(self) -> None:
-        # Identities key every per-release map of a review (hundreds of thousands of
-        # lookups in a large fleet), so the hash is computed once. Not a field: fields are
-        # what `replace`, `asdict` and comparisons see.
-        self.__dict__["_hash"] = hash((self.cluster, self.deployment, self.release))
-
-    def __hash__(self) -> int:
-        found: int = self.__dict__["_hash"]
-        return found
-
-    def __reduce__(self) -> tuple[type[ReleaseId], tuple[str, str, str]]:
-        # Built again where it is unpickled: string hashes differ between processes.
-        return ReleaseId, (self.cluster, self.deployment, self.release)
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.deployment}/{self.release}"
