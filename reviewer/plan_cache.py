@@ -5,7 +5,10 @@ templates and their values, and looks for files that may not exist. Planning is
 deterministic in those contents, so a plan is stored with the list of files planning
 read or looked for, and taken back when every one of them has the same content (or is
 still absent) on the side being planned: an index entry per deployment names the files,
-a plan entry keyed by their contents holds the releases (docs/cache.md, "Plans").
+a plan entry keyed by their contents holds the releases (docs/cache.md, "Plans"). A side
+index, keyed by the contents of every file of the side, remembers which plan entry each
+deployment's files lead to: a side seen before (the same target branch again) reads one
+entry instead of an index entry per deployment.
 
 Only deployments no secret reaches are stored (no SOPS file read, as the render cache),
 nor those with a planning error, kustomize patches, or a Go template calling a function
@@ -60,6 +63,10 @@ class SidePlans:
     _unstable_files: dict[str, bool] = field(default_factory=dict, repr=False)
     """Whether each `.gotmpl` file calls an unstable function: every deployment of a fleet
     reads the same template and hierarchy files, so each is scanned once."""
+    _side: dict[str, str] | None = field(default=None, repr=False)
+    """The side index as stored: {deployment's index key: its plan entry's contents}."""
+    learned: dict[str, str] = field(default_factory=dict, repr=False)
+    """What this run found or stored for the side index (a planning share sends its own)."""
 
     def lookup(self, cluster: Cluster, deployment: DeploymentDir) -> tuple[ReleasePlan, ...] | None:
         """The deployment's stored releases when every file its plan read is unchanged."""
@@ -83,19 +90,50 @@ class SidePlans:
     def holds(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
         """Whether a plan is stored for the deployment as its files are now (not loaded)."""
         contents = self._stored_contents(cluster, deployment)
-        return contents is not None and self.store.holds(contents)
+        if contents is None:
+            return False
+        # Named by the side index: stored by an earlier run of these very files (a stat
+        # per deployment is what the side index saves).
+        return self._side_index().get(self._index_key(cluster, deployment)) == contents or (
+            self.store.holds(contents)
+        )
 
     def _stored_contents(self, cluster: Cluster, deployment: DeploymentDir) -> str | None:
         """The digest of the files the deployment's stored plan read, as they are now."""
         key = (cluster.path, deployment.name)
         if key in self._looked_up:
             return self._looked_up[key]
-        index = self.store.load_data(self._index_key(cluster, deployment))
-        contents = None
-        if isinstance(index, list) and all(isinstance(path, str) for path in index):
-            contents = self._contents(index)
+        index_key = self._index_key(cluster, deployment)
+        contents = self._side_index().get(index_key)
+        if contents is None:
+            index = self.store.load_data(index_key)
+            if isinstance(index, list) and all(isinstance(path, str) for path in index):
+                contents = self._contents(index)
+        if contents is not None:
+            self.learned[index_key] = contents
         self._looked_up[key] = contents
         return contents
+
+    def _side_index(self) -> dict[str, str]:
+        if self._side is None:
+            stored = self.store.load_data(self._side_key())
+            valid = isinstance(stored, dict) and all(
+                isinstance(contents, str) for contents in stored.values()
+            )
+            self._side = stored if valid else {}
+        return self._side
+
+    def _side_key(self) -> str:
+        files = sorted(f"{path}\0{digest}" for path, digest in self.digests.items())
+        return _digest(_VERSION, "side", self.context, *files)
+
+    def keep(self) -> None:
+        """Store the side index when this run found or stored plans it does not name."""
+        side = self._side_index()
+        if all(side.get(key) == contents for key, contents in self.learned.items()):
+            return
+        self._side = {**side, **self.learned}
+        self.store.save_data(self._side_key(), self._side)
 
     def save(
         self, cluster: Cluster, deployment: DeploymentDir, releases: Iterable[ReleasePlan]
@@ -108,17 +146,26 @@ class SidePlans:
         contents = self._contents(paths)
         if contents is None or self._unstable(paths):
             return False
+        index_key = self._index_key(cluster, deployment)
         stored = self.store.save_data(contents, _deployment_data(found))
-        return stored and self.store.save_data(self._index_key(cluster, deployment), paths)
+        if not (stored and self.store.save_data(index_key, paths)):
+            return False
+        self.learned[index_key] = contents
+        return True
 
     def forget(self, cluster: Cluster, deployment: DeploymentDir) -> None:
         """Remove the deployment's stored plan and its index entry: the next run plans it."""
         key = (cluster.path, deployment.name)
+        index_key = self._index_key(cluster, deployment)
         self._looked_up.pop(key, None)  # it may have been stored since it was looked up
         contents = self._stored_contents(cluster, deployment)
+        # The side index goes first: it must not lead a later run to the plan.
+        self.store.forget(self._side_key())
+        self._side = {k: v for k, v in self._side_index().items() if k != index_key}
+        self.learned.pop(index_key, None)
         if contents is not None:
             self.store.forget(contents)
-        self.store.forget(self._index_key(cluster, deployment))
+        self.store.forget(index_key)
         self._looked_up[key] = None
 
     def _index_key(self, cluster: Cluster, deployment: DeploymentDir) -> str:

@@ -52,6 +52,7 @@ class _Share:
     keyless: tuple[str, ...]
     plan_hits: int
     plans_written: int
+    plans_learned: dict[str, str]
 
 
 def plan_side_in_parts(
@@ -140,6 +141,7 @@ def _taken(share: _Share, decoder: SopsDecoder, stored: SidePlans | None) -> Pla
     if stored is not None:
         stored.hits += share.plan_hits
         stored.store.written += share.plans_written
+        stored.learned.update(share.plans_learned)
     return share.planned
 
 
@@ -207,6 +209,7 @@ def _plan_share(
         tuple(decoder.keyless_sources),
         stored.hits if stored is not None else 0,
         stored.store.written if stored is not None else 0,
+        stored.learned if stored is not None else {},
     )
 
 

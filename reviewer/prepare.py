@@ -208,6 +208,7 @@ class _Rendering:
         rendered: list[SideRender] = []
         for index, root in enumerate(roots):
             reuse = _reuse(rendered, changes, root) if fast and len(roots) == 2 else None
+            stored = self._stored(index) if fast else None
             with watch(index, self.tools.cache) as bar:
                 side = render_side(
                     root,
@@ -218,8 +219,10 @@ class _Rendering:
                     bar=bar,
                     fast=fast,
                     reuse=reuse,
-                    stored=self._stored(index) if fast else None,
+                    stored=stored,
                 )
+            if stored is not None:
+                stored.keep()
             rendered.append(side)
         return rendered
 
@@ -253,6 +256,12 @@ class _Rendering:
     def _plan(
         self, root: Path, reuse: Reuse | None = None, stored: SidePlans | None = None
     ) -> PlannedSide:
+        planned = self._plan_side(root, reuse, stored)
+        if stored is not None:
+            stored.keep()
+        return planned
+
+    def _plan_side(self, root: Path, reuse: Reuse | None, stored: SidePlans | None) -> PlannedSide:
         if self.split:
             return plan_side_in_parts(
                 root,

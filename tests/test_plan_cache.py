@@ -88,6 +88,25 @@ def test_a_second_run_plans_nothing_again_and_reports_the_same(
     assert warm == cold == plain
 
 
+def test_a_side_seen_before_needs_no_index_entry_per_deployment(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _feature(git_repo)
+    store = tmp_path / "cache"
+    cold, _ = _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    # An index entry holds the list of files a deployment's plan read; plan entries and
+    # side indexes are mappings.
+    removed = 0
+    for path in plans_dir(store).glob("??/*.entry"):
+        if isinstance(json.loads(path.read_bytes().partition(b"\n")[2]), list):
+            path.unlink()
+            removed += 1
+    assert removed == 3, "one index entry per deployment (a's serves both sides)"
+    warm, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
+    assert _stored(said) == 4, "both sides' files are as the first run saw them"
+    assert warm == cold
+
+
 def test_a_file_a_stored_plan_read_changing_plans_that_deployment_again(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -268,6 +269,23 @@ def test_both_shares_fill_the_plan_cache(
     split_again = view()
     _split(example, sops_decoder(), split_again)
     assert split_again.hits == stored
+
+
+def test_the_side_index_names_what_both_shares_stored(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
+    monkeypatch.delenv("SOPS_AGE_KEY_FILE")  # nothing secret: every deployment is stored
+    store = RenderStore(tmp_path / "plans", max_bytes=1 << 30)
+    first = SidePlans(store, "context", file_digests(example), example)
+    planned = _split(example, sops_decoder(), first)
+    first.keep()
+    for path in store.root.glob("??/*.entry"):  # the index entries: lists of files read
+        if isinstance(json.loads(path.read_bytes().partition(b"\n")[2]), list):
+            path.unlink()
+    again = SidePlans(store, "context", file_digests(example), example)
+    assert _whole(example, sops_decoder(), again).plan == planned.plan
+    assert again.hits == len(planned.seen) - len(planned.secret_keys) > len(THEIRS)
 
 
 def test_a_small_side_is_planned_in_this_process(example: Path) -> None:
