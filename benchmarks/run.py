@@ -177,6 +177,9 @@ def _child_env(scratch: Path, sops: bool) -> dict[str, str]:
     cache = Path(tempfile.mkdtemp(prefix="cache-", dir=scratch))
     env["XDG_CACHE_HOME"] = str(cache)
     env["NO_COLOR"] = "1"
+    # pip compiles an installed reviewer's bytecode at install time; where the environment
+    # forbids writing bytecode (some sandboxes), every measured run compiled the source again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if sops:
         env["SOPS_AGE_KEY_FILE"] = str(
             Path(__file__).resolve().parent.parent / "examples" / "fleet" / "demo-age-key.txt"
