@@ -66,7 +66,8 @@ class SidePlans:
     _side: dict[str, str] | None = field(default=None, repr=False)
     """The side index as stored: {deployment's index key: its plan entry's contents}."""
     learned: dict[str, str] = field(default_factory=dict, repr=False)
-    """What this run found or stored for the side index (a planning share sends its own)."""
+    """Plans this run took from the cache or stored, for the side index: {deployment's
+    index key: contents} (a planning share sends its own)."""
 
     def lookup(self, cluster: Cluster, deployment: DeploymentDir) -> tuple[ReleasePlan, ...] | None:
         """The deployment's stored releases when every file its plan read is unchanged."""
@@ -85,6 +86,7 @@ class SidePlans:
         if not releases:
             return None
         self.hits += 1
+        self.learned[self._index_key(cluster, deployment)] = contents
         return releases
 
     def holds(self, cluster: Cluster, deployment: DeploymentDir) -> bool:
@@ -104,15 +106,16 @@ class SidePlans:
         if key in self._looked_up:
             return self._looked_up[key]
         index_key = self._index_key(cluster, deployment)
-        contents = self._side_index().get(index_key)
-        if contents is None:
-            index = self.store.load_data(index_key)
-            if isinstance(index, list) and all(isinstance(path, str) for path in index):
-                contents = self._contents(index)
-        if contents is not None:
-            self.learned[index_key] = contents
+        contents = self._side_index().get(index_key) or self._indexed_contents(index_key)
         self._looked_up[key] = contents
         return contents
+
+    def _indexed_contents(self, index_key: str) -> str | None:
+        """The digest of the files the deployment's index entry lists, as they are now."""
+        index = self.store.load_data(index_key)
+        if isinstance(index, list) and all(isinstance(path, str) for path in index):
+            return self._contents(index)
+        return None
 
     def _side_index(self) -> dict[str, str]:
         if self._side is None:
@@ -154,19 +157,25 @@ class SidePlans:
         return True
 
     def forget(self, cluster: Cluster, deployment: DeploymentDir) -> None:
-        """Remove the deployment's stored plan and its index entry: the next run plans it."""
-        key = (cluster.path, deployment.name)
+        """Remove every plan the deployment's entries may lead to, its index entry and the
+        side index: the next run plans it."""
         index_key = self._index_key(cluster, deployment)
-        self._looked_up.pop(key, None)  # it may have been stored since it was looked up
-        contents = self._stored_contents(cluster, deployment)
-        # The side index goes first: it must not lead a later run to the plan.
+        # The side index goes first: it must not lead a later run to the plan. `keep`
+        # writes it again from what this run took or stored.
         self.store.forget(self._side_key())
-        self._side = {k: v for k, v in self._side_index().items() if k != index_key}
-        self.learned.pop(index_key, None)
-        if contents is not None:
-            self.store.forget(contents)
+        # The plan may have been stored since the deployment was looked up: whatever the
+        # side index, this run and the index entry name is removed.
+        named = {
+            (self._side or {}).get(index_key),
+            self.learned.pop(index_key, None),
+            self._indexed_contents(index_key),
+        }
+        self._side = {}
+        for contents in named:
+            if contents is not None:
+                self.store.forget(contents)
         self.store.forget(index_key)
-        self._looked_up[key] = None
+        self._looked_up[(cluster.path, deployment.name)] = None
 
     def _index_key(self, cluster: Cluster, deployment: DeploymentDir) -> str:
         levels = [[level.kind, level.path, level.label] for level in cluster.levels]

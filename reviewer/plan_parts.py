@@ -195,8 +195,10 @@ def _plan_share(
     keyless, binary, programs = decoding
     decoder = SopsDecoder(keyless=keyless, binary=binary, programs=programs)
     if stored is not None:
-        # The copy was pickled while the parent planned: its counts may include the parent's.
+        # The copy was pickled while the parent planned: its counts may include the parent's,
+        # and what it learned is sent back over the parent's own.
         stored.hits = 0
+        stored.learned = {}
     renderer = TemplateRenderer(limits)
     try:
         planned = plan_twins(

@@ -6,7 +6,9 @@ import base64
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agekeys import encrypt, isolate_sops_key
@@ -72,6 +74,73 @@ def test_every_plan_of_the_example_comes_back_equal(tmp_path: Path) -> None:
         else:
             assert side.lookup(cluster, deployment) is None
     assert kept >= len(where) // 2, "most of the example's deployments can be kept"
+
+
+def _example_side(tmp_path: Path) -> tuple[Path, RenderStore, Any]:
+    """The example fleet, an empty plan store, and (cluster, deployment, releases) of a
+    deployment the plan cache keeps."""
+    root = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, root)
+    plan = plan_side(root, options=SideOptions(), renderer=TemplateRenderer())
+    store = RenderStore(tmp_path / "store", max_bytes=1 << 30)
+    fleet = HierarchySource().discover(root)
+    where = {(c.path, d.name): (c, d) for c in fleet.clusters for d in c.deployments}
+    for key, releases in sorted(by_deployment(plan.releases).items()):
+        cluster, deployment = where[key]
+        if _view(store, root).save(cluster, deployment, releases):
+            for path in store.root.glob("??/*.entry"):
+                path.unlink()
+            return root, store, (cluster, deployment, tuple(releases))
+    raise AssertionError("the example has a deployment the plan cache keeps")
+
+
+def _view(store: RenderStore, root: Path) -> SidePlans:
+    return SidePlans(store, "", file_digests(root), root)
+
+
+def _plans_of(store: RenderStore, deployment: str) -> list[Path]:
+    """Plan entries (mappings with releases) holding a release of `deployment`."""
+    found = []
+    for path in store.root.glob("??/*.entry"):
+        data = json.loads(path.read_bytes().partition(b"\n")[2])
+        if isinstance(data, dict) and any(
+            item["id"][1] == deployment for item in data.get("releases", ())
+        ):
+            found.append(path)
+    return found
+
+
+def test_forgetting_removes_the_plan_stored_since_the_side_index_was_written(
+    tmp_path: Path,
+) -> None:
+    root, store, (cluster, deployment, releases) = _example_side(tmp_path)
+    first = _view(store, root)
+    assert first.save(cluster, deployment, releases)
+    first.keep()
+    # A later run of the same files finds it through the side index, then stores the
+    # deployment planned otherwise (it read one more file, absent) before forgetting it.
+    later = _view(store, root)
+    assert later.holds(cluster, deployment)
+    extra = f"{deployment.path}/extra.values.yaml"
+    other = tuple(replace(release, inputs=release.inputs | {extra}) for release in releases)
+    assert later.save(cluster, deployment, other)
+    assert len(_plans_of(store, deployment.name)) == 2
+    later.forget(cluster, deployment)
+    later.keep()
+    assert _plans_of(store, deployment.name) == []
+    assert _view(store, root).lookup(cluster, deployment) is None
+
+
+def test_the_side_index_names_only_plans_a_run_took_or_stored(tmp_path: Path) -> None:
+    root, store, (cluster, deployment, releases) = _example_side(tmp_path)
+    assert _view(store, root).save(cluster, deployment, releases)
+    for path in _plans_of(store, deployment.name):
+        path.unlink()  # evicted: the index entry is left, naming no plan
+    run = _view(store, root)
+    assert not run.holds(cluster, deployment)
+    assert run.lookup(cluster, deployment) is None
+    run.keep()
+    assert not _view(store, root).holds(cluster, deployment)
 
 
 def test_a_second_run_plans_nothing_again_and_reports_the_same(

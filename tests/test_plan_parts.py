@@ -288,6 +288,21 @@ def test_the_side_index_names_what_both_shares_stored(
     assert again.hits == len(planned.seen) - len(planned.secret_keys) > len(THEIRS)
 
 
+def test_a_share_sends_back_only_the_plans_it_took_or_stored(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The share's copy of the plan cache view was pickled from this process's, whose newer
+    # findings its older ones must not overwrite.
+    monkeypatch.delenv("SOPS_AGE_KEY_FILE")
+    store = RenderStore(tmp_path / "plans", max_bytes=1 << 30)
+    view = SidePlans(store, "context", file_digests(example), example)
+    view.learned["a deployment this process planned"] = "what it found before"
+    share = plan_parts._plan_share(example, OPTIONS, Limits(), sops_decoder().settings(), view)
+    assert share.plans_learned
+    assert "a deployment this process planned" not in share.plans_learned
+    assert all(store.holds(contents) for contents in share.plans_learned.values())
+
+
 def test_a_small_side_is_planned_in_this_process(example: Path) -> None:
     # Below the threshold nothing is spawned: the plan is the one-process plan itself.
     assert plan_parts.SPLIT_AT > 20
