@@ -363,6 +363,7 @@ def _isolated_env(home: Path) -> dict[str, str]:
         "HELM_KUBETLS_SERVER_NAME": "",
         "HELM_POST_RENDERER": "",
         "KUBECONFIG": str(kubeconfig),
+        "TMPDIR": str(home),  # removed with the engine (or with its sandbox child's directory)
     }
 
 

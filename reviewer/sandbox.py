@@ -10,13 +10,15 @@ down. Either way the caller gets an error naming the limit and the next render g
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import queue
 import resource
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -166,8 +168,20 @@ class Sandbox:
         if self._conn is not None:
             self._conn.close()
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            _remove(self._scratch)
         self._process, self._conn, self._scratch = None, None, None
+
+
+def _remove(directory: str) -> None:
+    """Remove a child's temporary directory, with the read-only directories an archive
+    may have unpacked into it."""
+
+    def writable_then_again(function: Callable[[str], object], path: str, _: object) -> None:
+        os.chmod(os.path.dirname(path), 0o700)
+        function(path)
+
+    with contextlib.suppress(OSError):
+        shutil.rmtree(directory, onerror=writable_then_again)
 
 
 def _serve(conn: Connection, memory: int, engine: str, binary: str | None, scratch: str) -> None:

@@ -6,8 +6,10 @@ import gc
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -235,6 +237,48 @@ def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
     assert [r["release"] for r in releases if r["status"] == "error"] == ["slow"]
     assert "time limit of 2s" in done.stdout.decode()
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+_READ_ONLY_INSIDE = """
+import sys, tempfile
+from pathlib import Path
+from reviewer.limits import Limits
+from reviewer.sandbox import Sandbox, Task
+
+if __name__ == "__main__":
+    tempfile.tempdir = sys.argv[1]
+    sandbox = Sandbox(Limits())
+    assert sandbox.run(Task("gotmpl", ("{{ .n }}", {"n": 7}))) == ("ok", "7")
+    (directory,) = Path(sys.argv[1]).iterdir()
+    unpacked = directory / "chart" / "templates"  # as an archive may unpack it
+    unpacked.mkdir(parents=True)
+    (unpacked / "x.yaml").write_text("x: 1\\n")
+    unpacked.chmod(0o555)
+    sandbox.close()
+"""
+
+
+def test_a_closed_sandbox_leaves_no_directory_even_a_read_only_one() -> None:
+    # Root may remove anything: the sandbox runs as an ordinary user where it can.
+    user = 65534 if os.geteuid() == 0 else None
+    scratch = Path(tempfile.mkdtemp(prefix="read-only-"))  # reachable by that user
+    try:
+        scratch.chmod(0o777)
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_ONLY_INSIDE, str(scratch)],
+            capture_output=True,
+            user=user,
+            group=user,
+            extra_groups=[] if user is not None else None,
+            cwd=scratch,
+        )
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        assert list(scratch.iterdir()) == []
+    finally:
+        for directory in scratch.rglob("*"):
+            if directory.is_dir():
+                directory.chmod(0o700)
+        shutil.rmtree(scratch)
 
 
 _CLOSE_WHILE_STARTING = """
