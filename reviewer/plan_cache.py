@@ -160,16 +160,16 @@ class SidePlans:
         """Remove every plan the deployment's entries may lead to, its index entry and the
         side index: the next run plans it."""
         index_key = self._index_key(cluster, deployment)
-        # The side index goes first: it must not lead a later run to the plan. `keep`
-        # writes it again from what this run took or stored.
-        self.store.forget(self._side_key())
         # The plan may have been stored since the deployment was looked up: whatever the
         # side index, this run and the index entry name is removed.
         named = {
-            (self._side or {}).get(index_key),
+            self._side_index().get(index_key),
             self.learned.pop(index_key, None),
             self._indexed_contents(index_key),
         }
+        # The side index goes first: it must not lead a later run to the plan. `keep`
+        # writes it again from what this run took or stored.
+        self.store.forget(self._side_key())
         self._side = {}
         for contents in named:
             if contents is not None:
