@@ -6,10 +6,8 @@ import gc
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -258,19 +256,18 @@ if __name__ == "__main__":
 """
 
 
-def test_a_closed_sandbox_leaves_no_directory_even_a_read_only_one() -> None:
-    # Root may remove anything: the sandbox runs as an ordinary user where it can.
-    user = 65534 if os.geteuid() == 0 else None
-    scratch = Path(tempfile.mkdtemp(prefix="read-only-"))  # reachable by that user
+def test_a_closed_sandbox_leaves_no_directory_even_a_read_only_one(tmp_path: Path) -> None:
+    # Root removes anything: the capabilities that let it are dropped, as an ordinary user
+    # has none of them.
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    as_user = drop if os.geteuid() == 0 else []
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     try:
-        scratch.chmod(0o777)
         done = subprocess.run(
-            [sys.executable, "-c", _READ_ONLY_INSIDE, str(scratch)],
+            [*as_user, sys.executable, "-c", _READ_ONLY_INSIDE, str(scratch)],
             capture_output=True,
-            user=user,
-            group=user,
-            extra_groups=[] if user is not None else None,
-            cwd=scratch,
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr.decode()[-2000:]
         assert list(scratch.iterdir()) == []
@@ -278,7 +275,6 @@ def test_a_closed_sandbox_leaves_no_directory_even_a_read_only_one() -> None:
         for directory in scratch.rglob("*"):
             if directory.is_dir():
                 directory.chmod(0o700)
-        shutil.rmtree(scratch)
 
 
 _CLOSE_WHILE_STARTING = """
