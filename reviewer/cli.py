@@ -11,6 +11,7 @@ import functools
 import gc
 import io
 import os
+import signal
 import sys
 import tempfile
 import traceback
@@ -937,6 +938,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     gc.set_threshold(50_000, 20, 100)
     env = dict(os.environ)
     console = Console(no_color="NO_COLOR" in env, pager=pager_command(env))
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
     except BrokenPipeError:
@@ -959,7 +961,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(ExitStatus.INVALID_REPOSITORY)
     except Exception:
         sys.exit(_bug(console))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     sys.exit(ExitStatus.OK)
+
+
+def _terminated(signal_number: int, _: object) -> None:
+    """SIGTERM ends the run as an exception does: by default it kills this process at once,
+    and the planning process, the template sandboxes and their temporary directories
+    outlived it."""
+    raise SystemExit(128 + signal_number)
 
 
 def _reader_left() -> int:

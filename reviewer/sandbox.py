@@ -131,6 +131,14 @@ class Sandbox:
         with self._lock:
             self._stop()
 
+    def kill(self) -> None:
+        """Kill the child now, even while a task runs (that task fails as at a limit, and
+        the next one starts a new child)."""
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(ValueError, OSError):  # stopped meanwhile
+                process.kill()
+
     def _ensure(self) -> Connection:
         if self._conn is not None and self._process is not None and self._process.is_alive():
             return self._conn
@@ -228,13 +236,24 @@ class SandboxPool:
         free: queue.SimpleQueue[Sandbox] = queue.SimpleQueue()
         for sandbox in workers:
             free.put(sandbox)
-        with ThreadPoolExecutor(max_workers=len(workers)) as executor:
-            futures = {
-                executor.submit(self._render_with, free, request): index
-                for index, request in enumerate(requests)
-            }
+        executor = ThreadPoolExecutor(max_workers=len(workers))
+        futures = {
+            executor.submit(self._render_with, free, request): index
+            for index, request in enumerate(requests)
+        }
+        try:
             for future in as_completed(futures):
                 yield futures[future], future.result()
+        except BaseException:
+            # Left early (an error, SIGTERM, the caller gone): what is queued is dropped and
+            # what runs is killed, not waited for (a render may run to the time limit).
+            for future in futures:
+                future.cancel()
+            for sandbox in workers:
+                sandbox.kill()
+            raise
+        finally:
+            executor.shutdown()
 
     def _render_with(self, free: queue.SimpleQueue[Sandbox], request: RenderRequest) -> Outcome:
         sandbox = free.get()

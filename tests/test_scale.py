@@ -6,8 +6,10 @@ import gc
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -210,10 +212,9 @@ def test_a_parallel_diff_process_leaves_no_defunct_child(git_repo: GitRepo, tmp_
     assert _in_session(process.pid) == []
 
 
-def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
-    git_repo: GitRepo, tmp_path: Path
-) -> None:
-    """Sandboxes are killed, never asked to stop: what they write must still be removed."""
+def _with_a_slow_release(git_repo: GitRepo) -> list[str]:
+    """The fleet committed, then a global change and a new release that renders until the
+    time limit; the `reviewer diff` command line that reviews them."""
     fleet(git_repo).commit("fleet")
     git_repo.write("deployments/global.values.yaml", "everywhere: true\n")  # renders all
     git_repo.write("charts/slow/Chart.yaml", "apiVersion: v2\nname: slow\nversion: 1.0.0\n")
@@ -222,10 +223,17 @@ def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
     helmfile = "releases: [{name: slow, chart: ../../charts/slow}]\n"
     git_repo.write("templates/slow/helmfile.yaml.gotmpl", helmfile)
     git_repo.write("deployments/g0/g0c0/apps/slow/deployment.yaml", "apps: [{template: slow}]\n")
+    command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
+    return [*command, "--base", "main", "--jobs", "2", "--format", "json"]
+
+
+def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """Sandboxes are killed, never asked to stop: what they write must still be removed."""
+    command = [*_with_a_slow_release(git_repo), "--render-timeout", "2"]
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
-    command += ["--base", "main", "--jobs", "2", "--render-timeout", "2", "--format", "json"]
     # Every release's chart is copied (skipSchemaValidation defaults to true) in a sandbox.
     done = subprocess.run(
         command, capture_output=True, cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}
@@ -234,6 +242,42 @@ def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
     releases = json.loads(done.stdout)["releases"]
     assert [r["release"] for r in releases if r["status"] == "error"] == ["slow"]
     assert "time limit of 2s" in done.stdout.decode()
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_a_terminated_diff_stops_its_processes_and_removes_its_files(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """`kill`, `timeout` or a process manager sends SIGTERM: the run ends as on an error."""
+    # The slow render would go on for ten minutes: the run must stop long before.
+    command = [*_with_a_slow_release(git_repo), "--render-timeout", "600"]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    said = tmp_path / "stderr"
+    with (
+        said.open("wb") as errors,
+        subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(scratch)},
+            start_new_session=True,
+        ) as process,
+    ):
+        try:
+            deadline = time.monotonic() + 120
+            while b"rendering head" not in said.read_bytes() and process.poll() is None:
+                assert time.monotonic() < deadline, said.read_text()
+                time.sleep(0.1)
+            time.sleep(1)  # the slow release is rendering in a sandbox now
+            process.terminate()
+            status = process.wait(timeout=60)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
+            raise
+    assert status == 128 + signal.SIGTERM, said.read_text()[-2000:]
+    assert _in_session(process.pid) == []
     assert sorted(p.name for p in scratch.iterdir()) == []
 
 
