@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -938,7 +939,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     gc.set_threshold(50_000, 20, 100)
     env = dict(os.environ)
     console = Console(no_color="NO_COLOR" in env, pager=pager_command(env))
-    previous = signal.signal(signal.SIGTERM, _terminated)
+    main_thread = threading.current_thread() is threading.main_thread()  # else not settable
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
     except BrokenPipeError:
@@ -962,7 +964,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception:
         sys.exit(_bug(console))
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     sys.exit(ExitStatus.OK)
 
 
