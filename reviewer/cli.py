@@ -964,7 +964,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception:
         sys.exit(_bug(console))
     finally:
-        if main_thread:
+        if main_thread and previous is not None:  # None: set outside Python, left as is
             signal.signal(signal.SIGTERM, previous)
     sys.exit(ExitStatus.OK)
 
@@ -972,7 +972,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _terminated(signal_number: int, _: object) -> None:
     """SIGTERM ends the run as an exception does: by default it kills this process at once,
     and the planning process, the template sandboxes and their temporary directories
-    outlived it."""
+    outlived it. A second SIGTERM kills at once, as before."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise SystemExit(128 + signal_number)
 
 

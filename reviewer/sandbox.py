@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -136,7 +136,8 @@ class Sandbox:
         the next one starts a new child)."""
         process = self._process
         if process is not None:
-            with contextlib.suppress(ValueError, OSError):  # stopped meanwhile
+            # Stopped meanwhile by the thread running it: closed (ValueError) or half-closed.
+            with contextlib.suppress(ValueError, AttributeError, OSError):
                 process.kill()
 
     def _ensure(self) -> Connection:
@@ -168,16 +169,21 @@ class Sandbox:
         return parent
 
     def _stop(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.join()
-            self._process.close()
-            _child_stopped()
-        if self._conn is not None:
-            self._conn.close()
-        if self._scratch is not None:
-            _remove(self._scratch)
+        # Forgotten first: interrupted half-way (SIGTERM), the next call must not stop a
+        # closed process again.
+        process, conn, scratch = self._process, self._conn, self._scratch
         self._process, self._conn, self._scratch = None, None, None
+        if process is not None:
+            try:
+                process.kill()
+                process.join()
+                process.close()
+            finally:
+                _child_stopped()
+        if conn is not None:
+            conn.close()
+        if scratch is not None:
+            _remove(scratch)
 
 
 def _remove(directory: str) -> None:
@@ -237,11 +243,10 @@ class SandboxPool:
         for sandbox in workers:
             free.put(sandbox)
         executor = ThreadPoolExecutor(max_workers=len(workers))
-        futures = {
-            executor.submit(self._render_with, free, request): index
-            for index, request in enumerate(requests)
-        }
+        futures: dict[Future[Outcome], int] = {}
         try:
+            for index, request in enumerate(requests):
+                futures[executor.submit(self._render_with, free, request)] = index
             for future in as_completed(futures):
                 yield futures[future], future.result()
         except BaseException:
