@@ -207,6 +207,10 @@ class TemplateRenderer:
         """Stop the sandbox child."""
         self._sandbox.close()
 
+    def end(self) -> None:
+        """The run is ending: the template rendering now and every later one fail at once."""
+        self._sandbox.end()
+
     def _request(
         self, text: str, values: Mapping[str, Any], release: Mapping[str, Any]
     ) -> tuple[str, dict[str, Any], bool]:

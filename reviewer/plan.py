@@ -160,6 +160,11 @@ class Planner:
         pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="plan")
         try:
             results = list(pool.map(one, chosen))
+        except (KeyboardInterrupt, SystemExit):
+            # The run is ending (Ctrl-C, SIGTERM): a thread waiting for a slow template
+            # would hold it up to the time limit.
+            self.renderer.end()
+            raise
         finally:
             pool.shutdown(cancel_futures=True)  # Ctrl-C or a bug: plan nothing more
         return Plan(

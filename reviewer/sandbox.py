@@ -105,6 +105,7 @@ class Sandbox:
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
         self._scratch: str | None = None
+        self._ended = False
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -115,6 +116,8 @@ class Sandbox:
     def run(self, task: Task) -> Any:
         """The task's result; raises `LimitExceeded` when the child is stopped or dies."""
         with self._lock:
+            if self._ended:
+                raise LimitExceeded("rendering stopped: the run is ending")
             conn = self._ensure()
             conn.send(task)
             if not conn.poll(self.limits.seconds):
@@ -130,6 +133,12 @@ class Sandbox:
         """Stop the child."""
         with self._lock:
             self._stop()
+
+    def end(self) -> None:
+        """Kill the child now and start no other: the task running and every later one fail
+        at once (the run is ending: Ctrl-C, SIGTERM)."""
+        self._ended = True
+        self.kill()
 
     def kill(self) -> None:
         """Kill the child now, even while a task runs (that task fails as at a limit, and

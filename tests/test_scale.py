@@ -281,6 +281,40 @@ def test_a_terminated_diff_stops_its_processes_and_removes_its_files(
     assert sorted(p.name for p in scratch.iterdir()) == []
 
 
+def test_a_diff_terminated_while_planning_does_not_wait_for_a_slow_template(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    fleet(git_repo).commit("fleet")
+    loop = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
+    git_repo.write("deployments/g0/g0c0/cluster.values.yaml.gotmpl", loop)  # planned on head
+    command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
+    command += ["--base", "main", "--format", "json", "--render-timeout", "600"]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        start_new_session=True,
+    ) as process:
+        try:
+            deadline = time.monotonic() + 120
+            while len(_in_session(process.pid)) < 2:  # a sandbox: the run is under way
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.1)
+            time.sleep(4)  # planning the head side, waiting for the endless template
+            process.terminate()
+            _, said = process.communicate(timeout=60)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
+            raise
+    assert process.returncode == 128 + signal.SIGTERM, said.decode()[-2000:]
+    assert _in_session(process.pid) == []
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
 _READ_ONLY_INSIDE = """
 import sys, tempfile
 from pathlib import Path
