@@ -39,7 +39,8 @@ def helm_command(
     capabilities: capabilities_mod.Capabilities,
     patches: Patches,
 ) -> str | None:
-    """`reviewer values ... > values.yaml && helm template ...` for this release."""
+    """`values=$(mktemp) && reviewer values ... > "$values" && helm template ... -f "$values"`
+    for this release."""
     chart = _helm_chart_args(release, display_root)
     if chart is None or patches:
         return None  # patches are applied after Helm: no one helm command does that
@@ -68,7 +69,10 @@ def helm_command(
             *_capability_args(capabilities),
         ]
     )
-    return f"{values} > /tmp/reviewer-values.yaml && {helm} -f /tmp/reviewer-values.yaml"
+    # A new private file, not a fixed one in /tmp that another user of the machine may
+    # own or read (the values are unredacted); not a pipe, so a failing `reviewer values`
+    # stops there instead of rendering the chart's defaults.
+    return f'values=$(mktemp) && {values} > "$values" && {helm} -f "$values"'
 
 
 def _helm_chart_args(release: ReleaseSpec, display_root: str) -> list[str] | None:

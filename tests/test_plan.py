@@ -132,8 +132,8 @@ def test_reproduction_commands_render_just_that_deployment(repo: Repo) -> None:
         "reviewer render . --cluster c1 --deployment web --out /tmp/reviewer-render"
     )
     assert plan.helm_command is not None
-    values, helm = plan.helm_command.split(" > /tmp/reviewer-values.yaml && ")
+    start, values, helm = plan.helm_command.split(" && ")
+    assert start == "values=$(mktemp)"
+    values = values.removesuffix(' > "$values"')
     assert values == ("reviewer values . --cluster c1 --deployment web --release app --no-redact")
-    assert helm == (
-        "helm template app ./charts/dump --namespace default -f /tmp/reviewer-values.yaml"
-    )
+    assert helm == ('helm template app ./charts/dump --namespace default -f "$values"')

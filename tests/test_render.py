@@ -200,7 +200,7 @@ def test_failing_release_does_not_stop_others_and_reproduces(
     assert helm.endswith(
         "helm template web "
         + shlex.quote(f"{fleet.root}/charts/web")
-        + " --namespace shop -f /tmp/reviewer-values.yaml"
+        + ' --namespace shop -f "$values"'
     )
     tools = tmp_path / "bin"
     tools.mkdir()
@@ -209,12 +209,15 @@ def test_failing_release_does_not_stop_others_and_reproduces(
     (tools / "reviewer").chmod(0o755)
     # Run as a user would on a laptop: outside CI, where --no-redact is allowed.
     local = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env = {**local, "PATH": f"{tools}:{os.environ['PATH']}"}
+    env = {**local, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
     with_helm = subprocess.run(
         ["bash", "-c", helm], capture_output=True, text=True, check=False, env=env
     )
     assert with_helm.returncode != 0
     assert "too many replicas" in with_helm.stderr
+    # The unredacted values went to a new file only its owner can read.
+    (values,) = tmp_path.glob("tmp.*")
+    assert values.stat().st_mode & 0o077 == 0
 
 
 def test_schema_validation_and_skip(repo: Repo) -> None:
