@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import queue
 import resource
-import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -104,7 +102,7 @@ class Sandbox:
         self._binary = str(binary) if binary else None
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
-        self._scratch: str | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._ended = False
         self._lock = threading.Lock()
 
@@ -158,10 +156,14 @@ class Sandbox:
         memory = self.limits.memory_mib * 1024 * 1024
         # The child is killed, never asked to stop, so it cannot remove what it writes
         # (chart copies, helm's home): its temporary files go where this process removes them.
-        self._scratch = tempfile.mkdtemp(prefix="reviewer-sandbox-")
+        # TemporaryDirectory's cleanup also removes read-only directories (an archive may
+        # unpack them).
+        self._scratch = tempfile.TemporaryDirectory(
+            prefix="reviewer-sandbox-", ignore_cleanup_errors=True
+        )
         process = context.Process(
             target=_serve,
-            args=(child, memory, self._engine, self._binary, self._scratch),
+            args=(child, memory, self._engine, self._binary, self._scratch.name),
             daemon=True,
         )
         # Counted before it starts: a finalizer closing another sandbox may run (garbage
@@ -192,19 +194,7 @@ class Sandbox:
         if conn is not None:
             conn.close()
         if scratch is not None:
-            _remove(scratch)
-
-
-def _remove(directory: str) -> None:
-    """Remove a child's temporary directory, with the read-only directories an archive
-    may have unpacked into it."""
-
-    def writable_then_again(function: Callable[[str], object], path: str, _: object) -> None:
-        os.chmod(os.path.dirname(path), 0o700)
-        function(path)
-
-    with contextlib.suppress(OSError):
-        shutil.rmtree(directory, onerror=writable_then_again)
+            scratch.cleanup()
 
 
 def _serve(conn: Connection, memory: int, engine: str, binary: str | None, scratch: str) -> None:
