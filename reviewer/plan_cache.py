@@ -119,14 +119,16 @@ class SidePlans:
 
     def _side_index(self) -> dict[str, str]:
         if self._side is None:
-            stored = self.store.load_data(self._side_key())
+            stored = self.store.load_data(self._side_key)
             valid = isinstance(stored, dict) and all(
                 isinstance(contents, str) for contents in stored.values()
             )
             self._side = stored if valid else {}
         return self._side
 
+    @functools.cached_property
     def _side_key(self) -> str:
+        # Every file of the side, sorted: made once (forgetting many deployments asks again).
         files = sorted(f"{path}\0{digest}" for path, digest in self.digests.items())
         return _digest(_VERSION, "side", self.context, *files)
 
@@ -136,7 +138,7 @@ class SidePlans:
         if all(side.get(key) == contents for key, contents in self.learned.items()):
             return
         self._side = {**side, **self.learned}
-        self.store.save_data(self._side_key(), self._side)
+        self.store.save_data(self._side_key, self._side)
 
     def save(
         self, cluster: Cluster, deployment: DeploymentDir, releases: Iterable[ReleasePlan]
@@ -169,7 +171,7 @@ class SidePlans:
         }
         # The side index goes first: it must not lead a later run to the plan. `keep`
         # writes it again from what this run took or stored.
-        self.store.forget(self._side_key())
+        self.store.forget(self._side_key)
         self._side = {}
         for contents in named:
             if contents is not None:
