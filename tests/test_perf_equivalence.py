@@ -36,6 +36,7 @@ from reviewer import values as values_mod
 from reviewer.capabilities import Capabilities
 from reviewer.charts import ChartFetcher, ResolvedChart
 from reviewer.cli import main
+from reviewer.diff import split
 from reviewer.discover import Cluster
 from reviewer.errors import ConfigError, ExitStatus
 from reviewer.gotmpl import TemplateRenderer, TemplateRequest
@@ -162,6 +163,17 @@ def test_sides_planned_in_two_processes_report_as_planned_in_one(
     releases = json.loads(one)["summary"]["releases"]
     # Most releases change with the global values; most stay with the group's alone.
     assert (releases["changed"] > releases["unchanged"]) is everywhere
+    assert two == one
+
+
+def test_objects_diffed_in_two_processes_report_as_diffed_in_one(
+    changed_example: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every changed object counts towards the split here: half are diffed elsewhere."""
+    one = _report(changed_example, tmp_path / "one.json")
+    monkeypatch.setattr(split, "SPLIT_AT", 1)
+    two = _report(changed_example, tmp_path / "two.json", jobs=2)
+    assert json.loads(one)["summary"]["releases"]["changed"] > 1
     assert two == one
 
 

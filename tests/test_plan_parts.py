@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from agekeys import AgeIdentity, encrypt, sops_decoder
+from processes import children
 
 from reviewer import plan_parts
 from reviewer.changes import changes_between
@@ -109,21 +110,6 @@ def test_a_side_planned_in_two_processes_is_the_side_planned_in_one(
     assert {"east-only", "stg2-only"} <= set(split.replacements)
 
 
-def _children() -> list[str]:
-    """This process's child processes (`state command`), from /proc."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text(encoding="utf-8")
-        except OSError:
-            continue  # gone meanwhile
-        name, _, rest = text.rpartition(")")
-        state, parent = rest.split()[:2]
-        if int(parent) == os.getpid():
-            found.append(f"{state} {name.partition('(')[2]}")
-    return found
-
-
 def test_the_other_share_is_planned_by_another_process_that_is_gone_after(
     example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,12 +122,12 @@ def test_the_other_share_is_planned_by_another_process_that_is_gone_after(
         return taken(share, *args)
 
     monkeypatch.setattr(plan_parts, "_taken", recorded)
-    before = _children()
+    before = children()
     _split(example, sops_decoder(KeylessMode.NEVER))
     [share] = shares
     assert sorted({cluster for cluster, _ in share.seen}) == sorted(THEIRS)
     # Neither the planning process nor its sandbox is left, not even as a zombie.
-    assert _children() == before
+    assert children() == before
 
 
 def _die(*args: object) -> None:
@@ -154,10 +140,10 @@ def test_a_share_whose_process_dies_is_planned_here(
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
     # Pickled by name: the spawned process imports this module and runs `_die` there.
     monkeypatch.setattr(plan_parts, "_plan_share", _die)
-    before = _children()
+    before = children()
     split = _split(example, sops_decoder(KeylessMode.NEVER))
     _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))
-    assert _children() == before
+    assert children() == before
 
 
 def test_a_failed_deployment_counts_as_secret_as_in_one_process(

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 from conftest import GitRepo, Repo
+from processes import children
 
 from reviewer.cli import main
 from reviewer.commands import diff as diff_cmd
@@ -165,22 +166,6 @@ def test_progress_bars_show_on_a_terminal_only(git_repo: GitRepo) -> None:
     assert "━" not in pipe.getvalue()
 
 
-def _children() -> list[tuple[int, str]]:
-    """This process's child processes and their states (R, S, Z, ...), from /proc."""
-    found: list[tuple[int, str]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
-        except OSError:
-            continue
-        state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
-        if int(parent) == os.getpid():
-            found.append((int(entry.name), state))
-    return found
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 def test_a_parallel_diff_leaves_no_process_behind(
     git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
@@ -188,13 +173,13 @@ def test_a_parallel_diff_leaves_no_process_behind(
     fleet(git_repo).commit("fleet")
     # Read by every deployment: both sides render every release, so the pool starts.
     git_repo.write("deployments/global.values.yaml", "everywhere: true\n")
-    before = _children()
+    before = children()
     with pytest.raises(SystemExit) as done:
         main(["diff", "--repo", str(git_repo.root), "--base", "main", "--jobs", "2"])
     assert done.value.code == ExitStatus.OK
     assert "base: 54 release(s) rendered" in capsys.readouterr().err
     gc.collect()  # a template renderer's child is stopped when the renderer is collected
-    assert [child for child in _children() if child not in before] == []
+    assert [child for child in children() if child not in before] == []
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")

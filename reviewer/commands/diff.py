@@ -259,6 +259,7 @@ def render_pair(
         options=options,
         hidden=hidden,
         regeneration=prepared.regeneration,
+        jobs=request.tooling.jobs,
     )
     explanation = explain(
         base=base.plans,

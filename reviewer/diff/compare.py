@@ -17,6 +17,7 @@ from reviewer.diff.result import (
     SnapshotDiff,
     release_meta,
 )
+from reviewer.diff.split import diff_pairs
 from reviewer.diff.views import Settings, diff_one_side, diff_pair
 from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease, ResourceKey, Snapshot
 from reviewer.regenerated import Regeneration
@@ -29,12 +30,14 @@ def diff_snapshots(
     options: DiffOptions,
     hidden: HiddenChanges = frozenset(),
     regeneration: Regeneration | None = None,
+    jobs: int = 1,
 ) -> SnapshotDiff:
     """Pair releases and objects of two snapshots and describe every difference.
 
     `hidden` names objects whose only change is invisible after redaction: they
     are reported as changed with a note instead of being dropped as identical.
     `regeneration` names fields the chart regenerates on every render: listed, not compared.
+    With `jobs` 2 or more, many changed objects are diffed in two processes.
     """
     settings = Settings(
         options, resolve_differ(options.differ), hidden, regeneration or Regeneration()
@@ -42,7 +45,7 @@ def diff_snapshots(
     old = {**base.by_id(), **_stand_ins(base, head.by_id())}
     new = {**head.by_id(), **_stand_ins(head, old)}
     pairings, pairs = pair_all(old, new, rename_threshold=options.rename_threshold)
-    per_release, unchanged, renewed = _collect(pairings, pairs, settings)
+    per_release, unchanged, renewed = _collect(pairings, pairs, settings, jobs)
     releases = tuple(
         _release_diff(
             rid,
@@ -98,19 +101,26 @@ def _not_rendered(failure: ReleaseId, rid: ReleaseId) -> str:
 
 
 def _collect(
-    pairings: Mapping[ReleaseId, Pairing], pairs: list[Pair], settings: Settings
+    pairings: Mapping[ReleaseId, Pairing], pairs: list[Pair], settings: Settings, jobs: int
 ) -> tuple[
     dict[ReleaseId, list[ResourceDiff]], Counter[ReleaseId], dict[ReleaseId, list[ResourceDiff]]
 ]:
     """Object diffs per release (a move under both owners), counts of unchanged objects,
-    and objects whose only differences are regenerated fields (counted as unchanged)."""
+    and objects whose only differences are regenerated fields (counted as unchanged).
+    `jobs` 2 or more may diff many changed objects in two processes (reviewer/diff/split.py)."""
     per_release: dict[ReleaseId, list[ResourceDiff]] = {}
     unchanged: Counter[ReleaseId] = Counter()
     renewed: dict[ReleaseId, list[ResourceDiff]] = {}
+    matched = [
+        Pair(ResourceStatus.CHANGED, rid, old, rid, new)
+        for rid, pairing in pairings.items()
+        for old, new in pairing.matched
+    ]
+    diffs = iter(diff_pairs(matched, settings, jobs=jobs))
     for rid, pairing in pairings.items():
         mine = per_release.setdefault(rid, [])
-        for old, new in pairing.matched:
-            diff = diff_pair(Pair(ResourceStatus.CHANGED, rid, old, rid, new), settings)
+        for _ in pairing.matched:
+            diff = next(diffs)
             if diff is None or diff.regenerated_only:
                 unchanged[rid] += 1
                 if diff is not None:
