@@ -23,7 +23,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import click
 
-from reviewer import __version__, trees
+from reviewer import __version__, ending, trees
 from reviewer.charts import Credentials, default_cache_dir
 from reviewer.commands import diff as diff_cmd
 from reviewer.commands import explain as explain_cmd
@@ -940,7 +940,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     env = dict(os.environ)
     console = Console(no_color="NO_COLOR" in env, pager=pager_command(env))
     main_thread = threading.current_thread() is threading.main_thread()  # else not settable
-    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    previous = signal.signal(signal.SIGTERM, ending.terminated) if main_thread else None
     try:
         cli.main(args=argv, prog_name="reviewer", standalone_mode=False, obj=Edge(env, console))
     except BrokenPipeError:
@@ -967,14 +967,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         if main_thread and previous is not None:  # None: set outside Python, left as is
             signal.signal(signal.SIGTERM, previous)
     sys.exit(ExitStatus.OK)
-
-
-def _terminated(signal_number: int, _: object) -> None:
-    """SIGTERM ends the run as an exception does: by default it kills this process at once,
-    and the planning process, the template sandboxes and their temporary directories
-    outlived it. A second SIGTERM kills at once, as before."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise SystemExit(128 + signal_number)
 
 
 def _reader_left() -> int:

@@ -22,6 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reviewer import ending
 from reviewer.discover import Fleet, HierarchySource
 from reviewer.errors import ReviewerError
 from reviewer.gotmpl import TemplateRenderer
@@ -91,7 +92,13 @@ def plan_side_in_parts(
     other = replace(options, selection=replace(options.selection, only=theirs))
     share: _Share | None = None
     future: Future[_Share] | None = None
-    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    spawn = multiprocessing.get_context("spawn")
+    # Closing `stop` (or this process's death) ends the other process's planning as
+    # SIGTERM ends this one's: it must not wait for a slow template up to the time limit.
+    stop, stop_there = spawn.Pipe()
+    executor = ProcessPoolExecutor(
+        1, mp_context=spawn, initializer=ending.follow, initargs=(stop_there,)
+    )
     try:
         # The process gets copies (pickled): its caches and counts are its own.
         with contextlib.suppress(OSError):  # no process to be had (limits): plan it here
@@ -100,12 +107,15 @@ def plan_side_in_parts(
         with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): plan it here
             share = future.result() if future is not None else None
     except BaseException:
+        stop.close()  # this run is ending: so is the other process's share
         executor.shutdown(cancel_futures=True)  # the process ends what it started
         if future is not None:
             _forget(stored, fleet, theirs)
         raise
     finally:
         executor.shutdown(cancel_futures=True)
+        stop.close()
+        stop_there.close()
     if share is None:
         if future is not None:  # it ran, then died
             _forget(stored, fleet, theirs)
@@ -206,6 +216,7 @@ def _plan_share(
         )
     finally:
         renderer.close()
+        ending.leave_if_orphaned()
     return _Share(
         planned,
         tuple(decoder.keyless_sources),

@@ -327,7 +327,9 @@ def test_a_share_without_a_process_to_plan_it_is_planned_here(
     monkeypatch.setattr(
         plan_parts,
         "ProcessPoolExecutor",
-        lambda workers, mp_context: ProcessPoolExecutor(workers, mp_context=_NoProcesses()),
+        lambda workers, mp_context, **kwargs: ProcessPoolExecutor(
+            workers, mp_context=_NoProcesses(), **kwargs
+        ),
     )
     split = _split(example, sops_decoder(KeylessMode.NEVER))
     _assert_same(split, _whole(example, sops_decoder(KeylessMode.NEVER)))

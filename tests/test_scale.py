@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -18,6 +19,7 @@ import pytest
 from conftest import GitRepo, Repo
 from processes import children
 
+from reviewer import plan_parts
 from reviewer.cli import main
 from reviewer.commands import diff as diff_cmd
 from reviewer.console import Console
@@ -288,6 +290,57 @@ def test_a_diff_terminated_while_planning_does_not_wait_for_a_slow_template(
     # Nothing is printed while planning: once a sandbox runs (the run is under way), four
     # seconds later the head side waits for the endless template.
     _terminated(command, tmp_path, under_way=lambda pid, _: len(_in_session(pid)) > 1, settle=4)
+
+
+def _with_a_slow_share(git_repo: GitRepo) -> list[str]:
+    """306 deployments (a side planned in two processes), one of whose clusters in the
+    other process's share has an endless Go template on both sides; a global change."""
+    fleet(git_repo, deployments=17)
+    cluster = next(cluster for cluster in CLUSTERS if plan_parts.in_second_share(cluster))
+    loop = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
+    git_repo.write(f"deployments/{cluster}/cluster.values.yaml.gotmpl", loop)
+    git_repo.commit("fleet")
+    git_repo.write("deployments/global.values.yaml", "everywhere: true\n")
+    command = [sys.executable, "-m", "reviewer", "diff", "--repo", str(git_repo.root)]
+    return [*command, "--base", "main", "--format", "json", "--jobs", "2"]
+
+
+def _planning_in_two(pid: int, _: bytes) -> bool:
+    # This process, the resource tracker, the other planning process and a template
+    # sandbox each: both halves are under way, and the other one is stuck.
+    return len(_in_session(pid)) >= 5
+
+
+def test_a_diff_terminated_while_planning_in_two_processes_stops_both(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    assert plan_parts.SPLIT_AT <= 306
+    command = [*_with_a_slow_share(git_repo), "--render-timeout", "600"]
+    _terminated(command, tmp_path, under_way=_planning_in_two, settle=2)
+
+
+def test_a_killed_diff_leaves_no_planning_process_behind(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Killed outright (SIGKILL, the out-of-memory killer): nothing can clean up after this
+    process, but the planning process it started, and that one's sandbox, end too."""
+    command = [*_with_a_slow_share(git_repo), "--render-timeout", "600"]
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    ) as process:
+        try:
+            deadline = time.monotonic() + 120
+            while not _planning_in_two(process.pid, b""):
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            time.sleep(2)
+            process.kill()
+            process.wait()
+            deadline = time.monotonic() + 30
+            while _in_session(process.pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert _in_session(process.pid) == []
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
 
 
 _READ_ONLY_INSIDE = """
