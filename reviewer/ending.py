@@ -13,6 +13,8 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.connection import Connection
 
 
@@ -42,3 +44,22 @@ def leave_if_orphaned() -> None:
     parent = multiprocessing.parent_process()
     if parent is not None and not parent.is_alive():
         os._exit(128 + signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def one_process() -> Iterator[ProcessPoolExecutor]:
+    """A pool of one spawned process that ends with this run: an exception leaving the
+    block (an error, SIGTERM, Ctrl-C) ends its work as SIGTERM would, and leaving waits
+    for it, so that no process is left behind."""
+    spawn = multiprocessing.get_context("spawn")
+    stop, stop_there = spawn.Pipe()
+    executor = ProcessPoolExecutor(1, mp_context=spawn, initializer=follow, initargs=(stop_there,))
+    try:
+        yield executor
+    except BaseException:
+        stop.close()  # the run is ending: so is the other process's work
+        raise
+    finally:
+        executor.shutdown(cancel_futures=True)
+        stop.close()
+        stop_there.close()

@@ -15,9 +15,8 @@ process (about half a second).
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -92,30 +91,20 @@ def plan_side_in_parts(
     other = replace(options, selection=replace(options.selection, only=theirs))
     share: _Share | None = None
     future: Future[_Share] | None = None
-    spawn = multiprocessing.get_context("spawn")
-    # Closing `stop` (or this process's death) ends the other process's planning as
-    # SIGTERM ends this one's: it must not wait for a slow template up to the time limit.
-    stop, stop_there = spawn.Pipe()
-    executor = ProcessPoolExecutor(
-        1, mp_context=spawn, initializer=ending.follow, initargs=(stop_there,)
-    )
     try:
-        # The process gets copies (pickled): its caches and counts are its own.
-        with contextlib.suppress(OSError):  # no process to be had (limits): plan it here
-            future = executor.submit(_plan_share, root, other, limits, decoder.settings(), stored)
-        planned = [here(replace(options.selection, elsewhere=theirs))]
-        with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): plan it here
-            share = future.result() if future is not None else None
+        with ending.one_process() as executor:  # a slow template there does not hold us up
+            # The process gets copies (pickled): its caches and counts are its own.
+            with contextlib.suppress(OSError):  # no process to be had (limits): plan it here
+                future = executor.submit(
+                    _plan_share, root, other, limits, decoder.settings(), stored
+                )
+            planned = [here(replace(options.selection, elsewhere=theirs))]
+            with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): here, then
+                share = future.result() if future is not None else None
     except BaseException:
-        stop.close()  # this run is ending: so is the other process's share
-        executor.shutdown(cancel_futures=True)  # the process ends what it started
-        if future is not None:
+        if future is not None:  # the process has ended: it stores nothing more
             _forget(stored, fleet, theirs)
         raise
-    finally:
-        executor.shutdown(cancel_futures=True)
-        stop.close()
-        stop_there.close()
     if share is None:
         if future is not None:  # it ran, then died
             _forget(stored, fleet, theirs)

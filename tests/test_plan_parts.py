@@ -15,7 +15,7 @@ import pytest
 from agekeys import AgeIdentity, encrypt, sops_decoder
 from processes import children
 
-from reviewer import plan_parts
+from reviewer import ending, plan_parts
 from reviewer.changes import changes_between
 from reviewer.discover import HierarchySource, Layout
 from reviewer.filedigests import file_digests
@@ -325,7 +325,7 @@ def test_a_share_without_a_process_to_plan_it_is_planned_here(
 ) -> None:
     monkeypatch.setattr(plan_parts, "SPLIT_AT", 1)
     monkeypatch.setattr(
-        plan_parts,
+        ending,
         "ProcessPoolExecutor",
         lambda workers, mp_context, **kwargs: ProcessPoolExecutor(
             workers, mp_context=_NoProcesses(), **kwargs

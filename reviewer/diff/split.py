@@ -10,11 +10,10 @@ the comparison is the same as in one process.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from reviewer import ending
 from reviewer.diff.pairing import Pair
 from reviewer.diff.resource import ResourceDiff
 from reviewer.diff.views import Settings, diff_pair
@@ -34,24 +33,20 @@ def diff_pairs(
         return [diff_pair(pair, settings) for pair in pairs]
     theirs = changed[len(changed) // 2 :]
     sent = [pairs[index] for index in theirs]
-    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    try:
+    found: list[ResourceDiff | None] = [None] * len(pairs)
+    with ending.one_process() as executor:
         try:
             future = executor.submit(diff_share, sent, settings)
         except OSError:  # no process to be had (limits): diff them all here
-            return diff_share(pairs, settings)
-        found: list[ResourceDiff | None] = [None] * len(pairs)
+            return [diff_pair(pair, settings) for pair in pairs]
         elsewhere = set(theirs)
         for index, pair in enumerate(pairs):
             if index not in elsewhere:
                 found[index] = diff_pair(pair, settings)
         with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): here, then
-            sent_back = future.result()
-            for index, answer in zip(theirs, sent_back, strict=True):
+            for index, answer in zip(theirs, future.result(), strict=True):
                 found[index] = answer
             return found
-    finally:
-        executor.shutdown(cancel_futures=True)  # waits: no process is left behind
     for index, pair in zip(theirs, sent, strict=True):
         found[index] = diff_pair(pair, settings)
     return found
@@ -59,4 +54,6 @@ def diff_pairs(
 
 def diff_share(pairs: Sequence[Pair], settings: Settings) -> list[ResourceDiff | None]:
     """The other process's share: `diff_pair` of each pair, in order."""
-    return [diff_pair(pair, settings) for pair in pairs]
+    found = [diff_pair(pair, settings) for pair in pairs]
+    ending.leave_if_orphaned()
+    return found
