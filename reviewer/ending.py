@@ -2,8 +2,13 @@
 
 SIGTERM's default action kills a process at once: the template sandboxes, a planning
 process and their temporary directories would outlive it. Turned into `SystemExit`, it
-unwinds the run as an exception does. A planning process started by the run is also
-ended when the run ends, or when the process that started it is gone (killed).
+unwinds the run as an exception does.
+
+Work handed to another process (the second planning process, the diff's other process)
+runs in `one_process()`: when the run ends early (an error, SIGTERM, Ctrl-C) the task
+there ends too, as SIGTERM ends this process, instead of finishing first (a slow template
+waits up to the time limit); when the run is killed outright (SIGKILL, out of memory),
+that process ends itself instead of waiting for its next task for ever.
 """
 
 from __future__ import annotations
@@ -13,9 +18,15 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_ENDED = 128 + signal.SIGTERM
 
 
 def terminated(signal_number: int, _: object) -> None:
@@ -24,10 +35,61 @@ def terminated(signal_number: int, _: object) -> None:
     raise SystemExit(128 + signal_number)
 
 
-def follow(stop: Connection) -> None:
-    """In a spawned process: end it as SIGTERM does when `stop` says so, or closes
-    because the process holding its other end is gone."""
-    signal.signal(signal.SIGTERM, terminated)
+class Worker:
+    """The process of `one_process()`: runs tasks for this run."""
+
+    def __init__(self, executor: ProcessPoolExecutor | None) -> None:
+        self._executor = executor
+
+    def submit(self, task: Callable[..., T], *args: Any) -> Future[T]:
+        """Run `task(*args)` over there; OSError when there is no process to be had."""
+        if self._executor is None:
+            raise OSError("no process to be had")
+        return self._executor.submit(_run, task, *args)
+
+
+@contextlib.contextmanager
+def one_process() -> Iterator[Worker]:
+    """One spawned process that ends with this run: an exception leaving the block ends
+    the task running there, and leaving the block waits for the process to end."""
+    spawn = multiprocessing.get_context("spawn")
+    ends: tuple[Connection, Connection] | None = None
+    executor: ProcessPoolExecutor | None = None
+    try:
+        ends = spawn.Pipe()
+        executor = ProcessPoolExecutor(1, mp_context=spawn, initializer=_follow, initargs=ends[1:])
+    except OSError:  # no descriptors left: no process, the work is done here
+        pass
+    try:
+        yield Worker(executor)
+    except BaseException:
+        if ends is not None:
+            ends[0].close()  # the run is ending: so is the task over there
+        raise
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
+        for end in ends or ():
+            end.close()
+
+
+@dataclass
+class _Task:
+    """What the process of `one_process()` is doing, for its SIGTERM handler."""
+
+    running: bool = False
+    ending: bool = False
+
+
+_task = _Task()
+
+
+def _follow(stop: Connection) -> None:
+    """The process's initializer: SIGTERM ends its task (only the task: not its start, nor
+    its answer on the way back); so does `stop` closing, whether the run closed it or died.
+    Ctrl-C reaches the run, which closes `stop`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _task_terminated)
 
     def watch() -> None:
         with contextlib.suppress(EOFError, OSError):
@@ -37,29 +99,27 @@ def follow(stop: Connection) -> None:
     threading.Thread(target=watch, name="ending", daemon=True).start()
 
 
-def leave_if_orphaned() -> None:
-    """In a spawned process, once its work is cleaned up: exit when the process that
-    started it is gone, as nobody would collect a result or tell it to stop (it would wait
-    for its next task for ever)."""
-    parent = multiprocessing.parent_process()
-    if parent is not None and not parent.is_alive():
-        os._exit(128 + signal.SIGTERM)
+def _task_terminated(signal_number: int, _: object) -> None:
+    if _task.running:
+        if not _task.ending:  # once: a second SIGTERM (the group's, then `stop`) is the same
+            _task.ending = True
+            # The task unwinds as the run would (its sandboxes stopped, its temporary files
+            # removed); `_run` then leaves if the run is gone.
+            raise SystemExit(_ENDED)
+    elif _orphaned():
+        os._exit(_ENDED)  # between tasks, or answering: nobody would collect the answer
 
 
-@contextlib.contextmanager
-def one_process() -> Iterator[ProcessPoolExecutor]:
-    """A pool of one spawned process that ends with this run: an exception leaving the
-    block (an error, SIGTERM, Ctrl-C) ends its work as SIGTERM would, and leaving waits
-    for it, so that no process is left behind."""
-    spawn = multiprocessing.get_context("spawn")
-    stop, stop_there = spawn.Pipe()
-    executor = ProcessPoolExecutor(1, mp_context=spawn, initializer=follow, initargs=(stop_there,))
+def _run(task: Callable[..., T], *args: Any) -> T:
+    _task.running = True
     try:
-        yield executor
-    except BaseException:
-        stop.close()  # the run is ending: so is the other process's work
-        raise
+        return task(*args)
     finally:
-        executor.shutdown(cancel_futures=True)
-        stop.close()
-        stop_there.close()
+        _task.running = False
+        if _orphaned():  # killed meanwhile: the answer has nowhere to go
+            os._exit(_ENDED)
+
+
+def _orphaned() -> bool:
+    parent = multiprocessing.parent_process()
+    return parent is not None and not parent.is_alive()

@@ -92,28 +92,28 @@ def plan_side_in_parts(
     share: _Share | None = None
     future: Future[_Share] | None = None
     try:
-        with ending.one_process() as executor:  # a slow template there does not hold us up
+        with ending.one_process() as worker:  # a slow template there does not hold us up
             # The process gets copies (pickled): its caches and counts are its own.
             with contextlib.suppress(OSError):  # no process to be had (limits): plan it here
-                future = executor.submit(
-                    _plan_share, root, other, limits, decoder.settings(), stored
-                )
+                future = worker.submit(_plan_share, root, other, limits, decoder.settings(), stored)
             planned = [here(replace(options.selection, elsewhere=theirs))]
             with contextlib.suppress(BrokenProcessPool):  # it died (out of memory): here, then
                 share = future.result() if future is not None else None
+        if share is None:
+            if future is not None:  # it ran, then died
+                _forget(stored, fleet, theirs)
+            planned.append(here(other.selection))
+        else:
+            planned.append(_taken(share, decoder, stored))
+        side = merged(fleet, planned)
+        if stored is not None:
+            _forget_spelling(stored, side)
     except BaseException:
-        if future is not None:  # the process has ended: it stores nothing more
+        # Until the plans it stored are checked, none of them is kept; it has ended (the
+        # block above waits for it), so it stores nothing more.
+        if future is not None:
             _forget(stored, fleet, theirs)
         raise
-    if share is None:
-        if future is not None:  # it ran, then died
-            _forget(stored, fleet, theirs)
-        planned.append(here(other.selection))
-    else:
-        planned.append(_taken(share, decoder, stored))
-    side = merged(fleet, planned)
-    if stored is not None:
-        _forget_spelling(stored, side)
     return side
 
 
@@ -205,7 +205,6 @@ def _plan_share(
         )
     finally:
         renderer.close()
-        ending.leave_if_orphaned()
     return _Share(
         planned,
         tuple(decoder.keyless_sources),

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 from conftest import GitRepo, Repo
-from processes import children
+from processes import children, in_session
 
 from reviewer import plan_parts
 from reviewer.cli import main
@@ -197,7 +197,7 @@ def test_a_parallel_diff_process_leaves_no_defunct_child(git_repo: GitRepo, tmp_
     ) as process:
         _, errors = process.communicate()
     assert process.returncode == ExitStatus.OK, errors.decode()[-2000:]
-    assert _in_session(process.pid) == []
+    assert in_session(process.pid) == []
 
 
 def _with_a_slow_release(git_repo: GitRepo) -> list[str]:
@@ -265,7 +265,7 @@ def _terminated(
             os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
             raise
     assert status == 128 + signal.SIGTERM, said.read_text()[-2000:]
-    assert _in_session(process.pid) == []
+    assert in_session(process.pid) == []
     assert sorted(p.name for p in scratch.iterdir()) == []
 
 
@@ -289,7 +289,7 @@ def test_a_diff_terminated_while_planning_does_not_wait_for_a_slow_template(
     command += ["--base", "main", "--format", "json", "--render-timeout", "600"]
     # Nothing is printed while planning: once a sandbox runs (the run is under way), four
     # seconds later the head side waits for the endless template.
-    _terminated(command, tmp_path, under_way=lambda pid, _: len(_in_session(pid)) > 1, settle=4)
+    _terminated(command, tmp_path, under_way=lambda pid, _: len(in_session(pid)) > 1, settle=4)
 
 
 def _with_a_slow_share(git_repo: GitRepo) -> list[str]:
@@ -308,7 +308,7 @@ def _with_a_slow_share(git_repo: GitRepo) -> list[str]:
 def _planning_in_two(pid: int, _: bytes) -> bool:
     # This process, the resource tracker, the other planning process and a template
     # sandbox each: both halves are under way, and the other one is stuck.
-    return len(_in_session(pid)) >= 5
+    return len(in_session(pid)) >= 5
 
 
 def test_a_diff_terminated_while_planning_in_two_processes_stops_both(
@@ -335,9 +335,9 @@ def test_a_killed_diff_leaves_no_planning_process_behind(git_repo: GitRepo, tmp_
             process.kill()
             process.wait()
             deadline = time.monotonic() + 30
-            while _in_session(process.pid) and time.monotonic() < deadline:
+            while in_session(process.pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert _in_session(process.pid) == []
+            assert in_session(process.pid) == []
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
@@ -414,21 +414,6 @@ def test_closing_a_sandbox_while_another_starts_does_not_hang(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "('ok', '7')"
-
-
-def _in_session(session: int) -> list[tuple[int, str]]:
-    found: list[tuple[int, str]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[3]) == session:
-            found.append((int(entry.name), fields[0]))
-    return found
 
 
 def test_local_commands_do_not_load_the_github_client() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 
 from reviewer import ending
 from reviewer.diff.pairing import Pair
@@ -28,15 +29,18 @@ def diff_pairs(
 ) -> list[ResourceDiff | None]:
     """`diff_pair` of every pair, in order; half the changed ones in another process when
     `jobs` allows it and there are enough of them to pay for its start."""
-    changed = [index for index, pair in enumerate(pairs) if pair.base.body != pair.head.body]
-    if jobs < 2 or len(changed) < SPLIT_AT:
+    changed = (
+        [] if jobs < 2 else [i for i, pair in enumerate(pairs) if pair.base.body != pair.head.body]
+    )
+    if len(changed) < SPLIT_AT:
         return [diff_pair(pair, settings) for pair in pairs]
     theirs = changed[len(changed) // 2 :]
     sent = [pairs[index] for index in theirs]
     found: list[ResourceDiff | None] = [None] * len(pairs)
-    with ending.one_process() as executor:
+    with ending.one_process() as worker:
         try:
-            future = executor.submit(diff_share, sent, settings)
+            # Pickled while this process diffs: not the memo this process fills meanwhile.
+            future = worker.submit(diff_share, sent, replace(settings, _rules={}))
         except OSError:  # no process to be had (limits): diff them all here
             return [diff_pair(pair, settings) for pair in pairs]
         elsewhere = set(theirs)
@@ -54,6 +58,4 @@ def diff_pairs(
 
 def diff_share(pairs: Sequence[Pair], settings: Settings) -> list[ResourceDiff | None]:
     """The other process's share: `diff_pair` of each pair, in order."""
-    found = [diff_pair(pair, settings) for pair in pairs]
-    ending.leave_if_orphaned()
-    return found
+    return [diff_pair(pair, settings) for pair in pairs]

@@ -1,0 +1,79 @@
+"""Work handed to another process ends with the run: on an error, on SIGTERM, when killed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from processes import in_session
+
+from reviewer import ending
+
+_SAID_STARTED = "started"
+
+
+def _started_then_sleep(flag: str) -> None:
+    """A long task that says when it runs (pickled by name: runs over there)."""
+    Path(flag).write_text(_SAID_STARTED, encoding="ascii")
+    time.sleep(600)
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert time.monotonic() < deadline, "the task never started"
+        time.sleep(0.05)
+
+
+def test_an_error_of_the_run_ends_the_task_over_there(tmp_path: Path) -> None:
+    flag = tmp_path / "flag"
+    with pytest.raises(ValueError), ending.one_process() as worker:
+        future = worker.submit(_started_then_sleep, str(flag))
+        _wait_for(flag)
+        raise ValueError("this run failed")
+    # Ended as SIGTERM ends a run, not finished (it would have slept ten minutes).
+    failure = future.exception()
+    assert isinstance(failure, SystemExit)
+    assert failure.code == 128 + signal.SIGTERM
+
+
+def test_a_task_gives_its_answer() -> None:
+    with ending.one_process() as worker:
+        assert worker.submit(sorted, [3, 1, 2]).result() == [1, 2, 3]
+
+
+_KILLED_WHILE = """
+import os, sys, time
+from pathlib import Path
+from reviewer import ending
+
+if __name__ == "__main__":
+    flag = Path(sys.argv[1])
+    with ending.one_process() as worker:
+        if sys.argv[2] == "working":
+            worker.submit(time.sleep, 600)
+            time.sleep(2)  # the task runs over there
+        else:
+            worker.submit(sorted, [2, 1]).result()  # done: it waits for its next task
+        flag.write_text("ready")
+        os._exit(9)  # as SIGKILL would end it: nothing cleans up
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("moment", ["working", "idle"])
+def test_the_process_over_there_outlives_no_killed_run(tmp_path: Path, moment: str) -> None:
+    flag = tmp_path / "flag"
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WHILE, str(flag), moment], start_new_session=True
+    ) as run:
+        assert run.wait(timeout=120) == 9
+    assert flag.exists()
+    deadline = time.monotonic() + 30
+    while in_session(run.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert in_session(run.pid) == []
