@@ -14,6 +14,7 @@ that process ends itself instead of waiting for its next task for ever.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -57,7 +58,9 @@ def one_process() -> Iterator[Worker]:
     executor: ProcessPoolExecutor | None = None
     try:
         ends = spawn.Pipe()
-        executor = ProcessPoolExecutor(1, mp_context=spawn, initializer=_follow, initargs=ends[1:])
+        executor = ProcessPoolExecutor(
+            1, mp_context=spawn, initializer=_follow, initargs=(ends[1], gc.get_threshold())
+        )
     except OSError:  # no descriptors left: no process, the work is done here
         pass
     try:
@@ -84,10 +87,12 @@ class _Task:
 _task = _Task()
 
 
-def _follow(stop: Connection) -> None:
+def _follow(stop: Connection, thresholds: tuple[int, int, int]) -> None:
     """The process's initializer: SIGTERM ends its task (only the task: not its start, nor
     its answer on the way back); so does `stop` closing, whether the run closed it or died.
-    Ctrl-C reaches the run, which closes `stop`."""
+    Ctrl-C reaches the run, which closes `stop`. Garbage is collected as the run does (with
+    the default thresholds, diffing 20,000 objects unpickled there took twice as long)."""
+    gc.set_threshold(*thresholds)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _task_terminated)
 

@@ -234,11 +234,17 @@ def test_a_diff_leaves_no_temporary_files_even_when_a_render_is_killed(
 
 
 def _terminated(
-    command: list[str], tmp_path: Path, *, under_way: Callable[[int, bytes], bool], settle: float
+    command: list[str],
+    tmp_path: Path,
+    *,
+    under_way: Callable[[int, bytes], bool],
+    settle: float,
+    group: bool = False,
 ) -> None:
     """Run `command`, send it SIGTERM `settle` seconds after it is `under_way` (given its pid
     and stderr so far), and check that it ends as an error does: status 143, no process and
-    no temporary file left."""
+    no temporary file left. `group`: every process of the run gets SIGTERM (`timeout`,
+    systemd), not only the command's."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     said = tmp_path / "stderr"
@@ -259,7 +265,10 @@ def _terminated(
                 assert time.monotonic() < deadline, said.read_text()
                 time.sleep(0.1)
             time.sleep(settle)
-            process.terminate()
+            if group:
+                os.killpg(process.pid, signal.SIGTERM)
+            else:
+                process.terminate()
             status = process.wait(timeout=60)
         except BaseException:
             os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
@@ -311,12 +320,13 @@ def _planning_in_two(pid: int, _: bytes) -> bool:
     return len(in_session(pid)) >= 5
 
 
+@pytest.mark.parametrize("group", [False, True])
 def test_a_diff_terminated_while_planning_in_two_processes_stops_both(
-    git_repo: GitRepo, tmp_path: Path
+    git_repo: GitRepo, tmp_path: Path, group: bool
 ) -> None:
     assert plan_parts.SPLIT_AT <= 306
     command = [*_with_a_slow_share(git_repo), "--render-timeout", "600"]
-    _terminated(command, tmp_path, under_way=_planning_in_two, settle=2)
+    _terminated(command, tmp_path, under_way=_planning_in_two, settle=2, group=group)
 
 
 def test_a_killed_diff_leaves_no_planning_process_behind(git_repo: GitRepo, tmp_path: Path) -> None:
