@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -81,7 +82,11 @@ class _Task:
     """What the process of `one_process()` is doing, for its SIGTERM handler."""
 
     running: bool = False
-    ending: bool = False
+    stopped: bool = False
+    """Asked to stop (SIGTERM, or `stop` closed): a task not started yet does not start."""
+    interrupted: bool = False
+    """The running task was ended once: a second SIGTERM (the group's, then `stop`) is the
+    same request."""
 
 
 _task = _Task()
@@ -89,9 +94,10 @@ _task = _Task()
 
 def _follow(stop: Connection, thresholds: tuple[int, int, int]) -> None:
     """The process's initializer: SIGTERM ends its task (only the task: not its start, nor
-    its answer on the way back); so does `stop` closing, whether the run closed it or died.
-    Ctrl-C reaches the run, which closes `stop`. Garbage is collected as the run does (with
-    the default thresholds, diffing 20,000 objects unpickled there took twice as long)."""
+    its answer on the way back) and any task queued after it; so does `stop` closing,
+    whether the run closed it or died. Ctrl-C reaches the run, which closes `stop`. Garbage
+    is collected as the run does (with the default thresholds, diffing 20,000 objects
+    unpickled there took twice as long)."""
     gc.set_threshold(*thresholds)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _task_terminated)
@@ -99,15 +105,25 @@ def _follow(stop: Connection, thresholds: tuple[int, int, int]) -> None:
     def watch() -> None:
         with contextlib.suppress(EOFError, OSError):
             stop.recv()
+        _task.stopped = True  # before the signal: a task about to start sees it
         os.kill(os.getpid(), signal.SIGTERM)
+        parent = multiprocessing.parent_process()
+        if parent is None:
+            return
+        # Whenever the run dies, nobody will collect an answer or send the last task
+        # (the end of the queue): between tasks, leave; a running task leaves in `_run`.
+        multiprocessing.connection.wait([parent.sentinel])
+        if not _task.running:
+            os._exit(_ENDED)
 
     threading.Thread(target=watch, name="ending", daemon=True).start()
 
 
 def _task_terminated(signal_number: int, _: object) -> None:
+    _task.stopped = True
     if _task.running:
-        if not _task.ending:  # once: a second SIGTERM (the group's, then `stop`) is the same
-            _task.ending = True
+        if not _task.interrupted:
+            _task.interrupted = True
             # The task unwinds as the run would (its sandboxes stopped, its temporary files
             # removed); `_run` then leaves if the run is gone.
             raise SystemExit(_ENDED)
@@ -116,6 +132,8 @@ def _task_terminated(signal_number: int, _: object) -> None:
 
 
 def _run(task: Callable[..., T], *args: Any) -> T:
+    if _task.stopped:
+        raise SystemExit(_ENDED)  # asked to stop before it started (queued, or arriving)
     _task.running = True
     try:
         return task(*args)

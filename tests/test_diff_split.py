@@ -11,6 +11,7 @@ import pytest
 from processes import children
 from test_diff import BUILTIN, configmap, deployment, release, service, snap
 
+from reviewer import ending
 from reviewer.diff import split
 from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.pairing import Pair
@@ -58,6 +59,7 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "share-pid"
     monkeypatch.setenv(_RECORD, str(path))
     monkeypatch.setattr(split, "SPLIT_AT", 4)
+    monkeypatch.setattr(split, "_PIECE", 2)  # several pieces, the last one shorter
     # multiprocessing's own helper, started with the first spawned process, lives as long
     # as this process does: running before, it is not counted as left behind.
     resource_tracker.ensure_running()
@@ -67,13 +69,13 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_half_the_changed_objects_are_diffed_by_another_process_gone_after(
     record: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base, head = _sides(6)
+    base, head = _sides(7)  # 14 changed objects: 7 sent, in pieces of 2, 2, 2 and 1
     one = _compare(base, head, jobs=1)
     monkeypatch.setattr(split, "diff_share", _recorded)
     before = _pids()
     two = _compare(base, head, jobs=2)
     assert two == one
-    assert [r.status for r in two.releases] == [ReleaseStatus.CHANGED] * 6
+    assert [r.status for r in two.releases] == [ReleaseStatus.CHANGED] * 7
     assert int(record.read_text(encoding="ascii")) != os.getpid()
     assert _pids() == before  # not even a zombie
 
@@ -87,6 +89,21 @@ def test_a_share_whose_process_dies_is_diffed_here(
     before = _pids()
     assert _compare(base, head, jobs=2) == one
     assert _pids() == before  # not even a zombie
+
+
+def _no_process(*args: object, **kwargs: object) -> None:
+    raise OSError(24, "Too many open files")
+
+
+def test_without_a_process_to_be_had_everything_is_diffed_here(
+    record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, head = _sides(6)
+    one = _compare(base, head, jobs=1)
+    monkeypatch.setattr(split, "diff_share", _recorded)
+    monkeypatch.setattr(ending, "ProcessPoolExecutor", _no_process)
+    assert _compare(base, head, jobs=2) == one
+    assert not record.exists()
 
 
 @pytest.mark.parametrize(("releases", "jobs"), [(1, 2), (6, 1)])

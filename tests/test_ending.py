@@ -41,6 +41,38 @@ def test_an_error_of_the_run_ends_the_task_over_there(tmp_path: Path) -> None:
     assert failure.code == 128 + signal.SIGTERM
 
 
+class _SlowToArrive:
+    """An argument that takes two seconds to unpickle over there, saying when it begins."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return _arrive_slowly, (self.flag,)
+
+
+def _arrive_slowly(flag: str) -> _SlowToArrive:
+    Path(flag).write_text(_SAID_STARTED, encoding="ascii")
+    time.sleep(2)
+    return _SlowToArrive(flag)
+
+
+def _sleep(_: object) -> None:
+    time.sleep(600)
+
+
+def test_a_run_ending_before_the_task_starts_there_ends_it_too(tmp_path: Path) -> None:
+    """The stop comes while the task is on its way: it must not start afterwards."""
+    flag = tmp_path / "flag"
+    with pytest.raises(ValueError), ending.one_process() as worker:
+        future = worker.submit(_sleep, _SlowToArrive(str(flag)))
+        _wait_for(flag)
+        raise ValueError("this run failed")
+    failure = future.exception()
+    assert isinstance(failure, SystemExit)
+    assert failure.code == 128 + signal.SIGTERM
+
+
 def test_a_task_gives_its_answer() -> None:
     with ending.one_process() as worker:
         assert worker.submit(sorted, [3, 1, 2]).result() == [1, 2, 3]

@@ -67,7 +67,7 @@ def diff_share(pairs: Sequence[Pair], settings: Settings) -> list[ResourceDiff |
 
 
 def _answers(future: Future[list[ResourceDiff | None]]) -> list[ResourceDiff | None] | None:
-    """The other process's diffs of one piece; None when it died (out of memory)."""
+    """The other process's diffs of one piece; None when it died (killed: out of memory)."""
     try:
         return future.result()
     except BrokenProcessPool:
