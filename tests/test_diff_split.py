@@ -80,29 +80,24 @@ def test_half_the_changed_objects_are_diffed_by_another_process_gone_after(
     assert _pids() == before  # not even a zombie
 
 
-def test_a_share_whose_process_dies_is_diffed_here(
-    record: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    base, head = _sides(6)
-    one = _compare(base, head, jobs=1)
-    monkeypatch.setattr(split, "diff_share", _die)
-    before = _pids()
-    assert _compare(base, head, jobs=2) == one
-    assert _pids() == before  # not even a zombie
-
-
 def _no_process(*args: object, **kwargs: object) -> None:
     raise OSError(24, "Too many open files")
 
 
-def test_without_a_process_to_be_had_everything_is_diffed_here(
-    record: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failure", ["dies", "cannot start"])
+def test_a_share_without_a_process_to_finish_it_is_diffed_here(
+    record: Path, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
     base, head = _sides(6)
     one = _compare(base, head, jobs=1)
-    monkeypatch.setattr(split, "diff_share", _recorded)
-    monkeypatch.setattr(ending, "ProcessPoolExecutor", _no_process)
+    if failure == "dies":
+        monkeypatch.setattr(split, "diff_share", _die)
+    else:  # no pipe, no pool (descriptors or processes exhausted)
+        monkeypatch.setattr(split, "diff_share", _recorded)
+        monkeypatch.setattr(ending, "ProcessPoolExecutor", _no_process)
+    before = _pids()
     assert _compare(base, head, jobs=2) == one
+    assert _pids() == before  # not even a zombie
     assert not record.exists()
 
 
