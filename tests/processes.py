@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,3 +29,12 @@ def in_session(session: int) -> list[tuple[int, str]]:
     """Every process of session `session` (a child started with `start_new_session`) and
     its state: what it leaves behind is found even once reparented."""
     return [(pid, fields[0]) for pid, fields in _processes() if int(fields[3]) == session]
+
+
+def left_in_session(session: int, *, within: float = 30) -> list[tuple[int, str]]:
+    """What is still in session `session` once it empties, or after `within` seconds
+    (processes of a killed run end on their own, not at once)."""
+    deadline = time.monotonic() + within
+    while (left := in_session(session)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left

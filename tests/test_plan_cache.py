@@ -49,6 +49,16 @@ def _diff(
     return out.read_text(encoding="utf-8"), said
 
 
+def _reviewed_once(
+    repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, str, str]:
+    """`_feature`, then a first review with an empty cache: the cache, report and stderr."""
+    _feature(repo)
+    store = tmp_path / "cache"
+    report, said = _diff(repo, tmp_path / "first.json", store, capsys)
+    return store, report, said
+
+
 def _stored(said: str) -> int:
     for line in said.splitlines():
         if line.endswith(STORED):
@@ -146,9 +156,7 @@ def test_the_side_index_names_only_plans_a_run_took_or_stored(tmp_path: Path) ->
 def test_a_second_run_plans_nothing_again_and_reports_the_same(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _feature(git_repo)
-    store = tmp_path / "cache"
-    cold, said = _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    store, cold, said = _reviewed_once(git_repo, tmp_path, capsys)
     assert _stored(said) == 0
     assert STORED not in said, "a cold run takes no plan from the cache"
     warm, said = _diff(git_repo, tmp_path / "warm.json", store, capsys)
@@ -160,9 +168,7 @@ def test_a_second_run_plans_nothing_again_and_reports_the_same(
 def test_a_side_seen_before_needs_no_index_entry_per_deployment(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _feature(git_repo)
-    store = tmp_path / "cache"
-    cold, _ = _diff(git_repo, tmp_path / "cold.json", store, capsys)
+    store, cold, _ = _reviewed_once(git_repo, tmp_path, capsys)
     # An index entry holds the list of files a deployment's plan read; plan entries and
     # side indexes are mappings.
     removed = 0
@@ -179,9 +185,7 @@ def test_a_side_seen_before_needs_no_index_entry_per_deployment(
 def test_a_file_a_stored_plan_read_changing_plans_that_deployment_again(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _feature(git_repo)
-    store = tmp_path / "cache"
-    _diff(git_repo, tmp_path / "first.json", store, capsys)
+    store, _, _ = _reviewed_once(git_repo, tmp_path, capsys)
     # The next change adds a file the lookup looked for on cluster b, and edits cluster c.
     git_repo.write("deployments/b/cluster.values.yaml.gotmpl", "replicas: 7\n")
     git_repo.write("deployments/c/cluster.values.yaml", "where: c\nreplicas: 9\n")
