@@ -141,7 +141,13 @@ def worktree(repo: Path, sha: str, *, env: Mapping[str, str] = ISOLATED_GIT) -> 
         git(repo, "worktree", "add", "--detach", "--quiet", str(path), sha, env=env)
         yield path
     finally:
-        git(repo, "worktree", "remove", "--force", str(path), ok_codes=(0, 128), env=env)
+        # An add cut short (a signal kills git) leaves its entry locked, which a single
+        # --force and `prune` both leave alone: the user's worktree list would keep it.
+        removed = git(
+            repo, "worktree", "remove", "--force", "--force", str(path), ok_codes=(0, 128), env=env
+        )
+        if removed.returncode != 0:
+            git(repo, "worktree", "unlock", str(path), ok_codes=(0, 128), env=env)
         shutil.rmtree(parent, ignore_errors=True)
         git(repo, "worktree", "prune", ok_codes=(0, 128), env=env)
 

@@ -92,6 +92,19 @@ def test_worktrees_are_removed_when_the_block_raises(repo_dir: Path) -> None:
     assert worktrees(repo_dir) == 1
 
 
+@pytest.mark.parametrize("git_file", ["kept", "missing"])
+def test_a_locked_worktree_is_removed_from_the_users_list(repo_dir: Path, git_file: str) -> None:
+    """A `git worktree add` killed by a signal leaves its entry locked ("initializing"),
+    and before its `.git` file is written it is not even a working tree to `remove`."""
+    with git_sides(repo_dir, base="main", head=None, merge=False) as sides:
+        sh(repo_dir, "worktree", "lock", "--reason", "initializing", str(sides.base.root))
+        if git_file == "missing":
+            (sides.base.root / ".git").unlink()
+        assert worktrees(repo_dir) == 2
+    assert worktrees(repo_dir) == 1
+    assert not list((repo_dir / ".git" / "worktrees").glob("*"))
+
+
 def test_unknown_ref_is_a_clear_error(repo_dir: Path) -> None:
     with (
         pytest.raises(ReviewerError, match="git ref 'nope' does not name a commit"),
