@@ -24,11 +24,13 @@ def _join(argv: list[str]) -> str:
 @functools.lru_cache(maxsize=4096)
 def render_command(display_root: str, cluster: str, deployment: str | None = None) -> str:
     """A command that renders just this deployment (or, without one, this cluster or
-    source) locally."""
+    source) locally, into a new private directory it names when done (POSIX shells)."""
     argv = ["reviewer", "render", display_root, "--cluster", cluster]
     if deployment is not None:
         argv += ["--deployment", deployment]
-    return _join([*argv, "--out", "/tmp/reviewer-render"])
+    # Not a fixed name in the shared temporary directory: another user of the machine could
+    # own it (and read what is written there, or make the render refuse to write).
+    return f'{_join(argv)} --out "$(mktemp -d)"'
 
 
 def helm_command(

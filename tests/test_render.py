@@ -184,15 +184,28 @@ def test_failing_release_does_not_stop_others_and_reproduces(
     reproduce = index["g/c2"]["reproduce"]
     assert f"reproduce: {reproduce}" in stderr
 
-    # The printed commands, run in a shell, reproduce the failure: reviewer's own...
-    argv = shlex.split(reproduce)
-    assert argv[:2] == ["reviewer", "render"]
-    argv[argv.index("--out") + 1] = str(tmp_path / "repro")
+    # The printed commands, run in a shell as a user would on a laptop (outside CI, where
+    # --no-redact is allowed), reproduce the failure: reviewer's own...
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "helm").symlink_to(find_helm())
+    (tools / "reviewer").write_text(f'#!/bin/sh\nexec {sys.executable} -m reviewer "$@"\n')
+    (tools / "reviewer").chmod(0o755)
+    local = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**local, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(temporary)}
+    assert reproduce.startswith("reviewer render ")
     again = subprocess.run(
-        [sys.executable, "-m", "reviewer", *argv[1:]], capture_output=True, text=True, check=False
+        ["bash", "-c", reproduce], capture_output=True, text=True, check=False, env=env
     )
     assert again.returncode == ExitStatus.RENDER_FAILED
     assert "too many replicas" in again.stderr
+    # Into a new directory only its owner can enter, which the summary names.
+    (written,) = temporary.iterdir()
+    assert written.stat().st_mode & 0o077 == 0
+    assert (written / "index.json").is_file()
+    assert f"→ {written}" in again.stderr + again.stdout
 
     # ... and the equivalent helm CLI command (values from `reviewer values`).
     helm = index["g/c2"]["helm"]
@@ -202,21 +215,14 @@ def test_failing_release_does_not_stop_others_and_reproduces(
         + shlex.quote(f"{fleet.root}/charts/web")
         + ' --namespace shop -f "$values"'
     )
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    (tools / "helm").symlink_to(find_helm())
-    (tools / "reviewer").write_text(f'#!/bin/sh\nexec {sys.executable} -m reviewer "$@"\n')
-    (tools / "reviewer").chmod(0o755)
-    # Run as a user would on a laptop: outside CI, where --no-redact is allowed.
-    local = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env = {**local, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
     with_helm = subprocess.run(
         ["bash", "-c", helm], capture_output=True, text=True, check=False, env=env
     )
     assert with_helm.returncode != 0
     assert "too many replicas" in with_helm.stderr
     # The unredacted values went to a new file only its owner can read.
-    (values,) = tmp_path.glob("tmp.*")
+    (values,) = [path for path in temporary.iterdir() if path != written]
+    assert values.is_file()
     assert values.stat().st_mode & 0o077 == 0
 
 
