@@ -129,6 +129,8 @@ _BATCH = 64
 # Template texts whose reachable keys are remembered; beyond these the memo starts again.
 _MAX_TEXTS = 4096
 _UNREAD: tuple[str, ...] = ("\0unread",)
+_LIMIT = "limit"
+"""The status of a render a limit stopped (beside Helm's "ok" and "error")."""
 """`_fields` has no entry for the text (None is an entry: every key)."""
 
 
@@ -140,7 +142,8 @@ class TemplateRenderer:
     """
 
     def __init__(self, limits: Limits | None = None) -> None:
-        # Helm's answer per (text, context) digest: ("ok", output) or ("error", message).
+        # Per (text, context) digest: Helm's answer, ("ok", output) or ("error", message), or
+        # (_LIMIT, message) for a render a limit stopped.
         self._cache: dict[str, tuple[str, str]] = {}
         # Per template text: the context keys it can reach (sorted), or None for all of them.
         self._fields: dict[str, tuple[str, ...] | None] = {}
@@ -168,17 +171,19 @@ class TemplateRenderer:
         key, context, narrowed = self._request(text, values, release)
         answer = self._cache.get(key)
         if answer is None:
-            answer = self._render(text, values=context, source=source)
+            answer = self._render(text, values=context, key=key)
             if answer[0] == "ok":
-                self._cache[key] = answer
-            elif narrowed:
+                self._cache[key] = answer  # (a limit is kept by `_answer_all`)
+            elif narrowed and answer[0] != _LIMIT:
                 # Errors are Helm's answer for the whole context, word for word.
-                answer = self._render(text, values=context_of(values, release), source=source)
+                answer = self._render(text, values=context_of(values, release))
                 if answer[0] == "ok":
                     # The whole context renders: the text reads a key the reading missed. Its
                     # answer is not the narrowed key's, and the text is not narrowed again.
                     self._fields[text] = None
         status, result = answer
+        if status == _LIMIT:
+            raise ConfigError(source, result)
         if status != "ok":
             raise _template_error(result, source)
         return result
@@ -195,7 +200,7 @@ class TemplateRenderer:
                 continue
             key, context, _ = self._request(request.text, request.values, request.release)
             if key not in self._cache and key not in pending:
-                pending[key] = _Waiting((request.text, context), forecast=True)
+                pending[key] = _Waiting((request.text, context), key=key, forecast=True)
         if len(pending) < 2:
             return  # one render gains nothing from going ahead of its turn
         self._wait_for(list(pending.values()))
@@ -229,11 +234,12 @@ class TemplateRenderer:
         context = narrowed_context(values, release, names)
         return _key(text, ("narrowed", context)), context, True
 
-    def _render(self, text: str, *, values: dict[str, Any], source: str) -> tuple[str, str]:
-        waiting = _Waiting((text, values))
+    def _render(self, text: str, *, values: dict[str, Any], key: str = "") -> tuple[str, str]:
+        """Helm's answer, or (_LIMIT, message) when a limit stopped the render."""
+        waiting = _Waiting((text, values), key=key)
         self._wait_for([waiting])
         if waiting.limit is not None:
-            raise ConfigError(source, waiting.limit)
+            return _LIMIT, waiting.limit
         if waiting.answer is None:
             raise RuntimeError("the template sandbox failed") from waiting.failure
         return waiting.answer
@@ -265,7 +271,9 @@ class TemplateRenderer:
 
     def _answer_all(self, taken: list[_Waiting]) -> None:
         """One round trip for all; when it crosses a limit, each render (not forecast) alone,
-        so that a limit is reported for the template that crossed it."""
+        so that a limit is reported for the template that crossed it. A render a limit
+        stopped before is not run again: many deployments may read that file."""
+        taken = [waiting for waiting in taken if not self._stopped_before(waiting)]
         if len(taken) > 1:
             answers = self._run_batch([waiting.payload for waiting in taken])
             if answers is not None:
@@ -273,12 +281,22 @@ class TemplateRenderer:
                     waiting.answer = answer
                 return
         for waiting in taken:
-            if waiting.forecast:
+            if waiting.forecast or self._stopped_before(waiting):
                 continue
             try:
                 waiting.answer = self._sandbox.run(Task("gotmpl", waiting.payload))
             except LimitExceeded as error:
                 waiting.limit = error.message
+                if waiting.key:
+                    self._cache[waiting.key] = (_LIMIT, error.message)
+
+    def _stopped_before(self, waiting: _Waiting) -> bool:
+        """Whether a limit stopped this render before (now answered with its message)."""
+        known = self._cache.get(waiting.key) if waiting.key else None
+        if known is None or known[0] != _LIMIT:
+            return False
+        waiting.limit = known[1]
+        return True
 
     def _run_batch(self, payload: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]] | None:
         """One answer per template in one round trip; None when the batch hit a limit."""
@@ -297,6 +315,8 @@ class _Waiting:
     """A render waiting for its turn at the sandbox child, and what came back."""
 
     payload: tuple[str, dict[str, Any]]
+    key: str = ""
+    """The render's cache key, when known: renders with equal keys have one answer."""
     forecast: bool = False
     """Asked for ahead by `prefetch`: no answer is fine, planning renders it again."""
     done: bool = False

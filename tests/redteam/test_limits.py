@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import Repo
 
 from reviewer.gotmpl import TemplateRenderer
 from reviewer.limits import LimitFlags, Limits
 from reviewer.model import Snapshot
+from reviewer.sandbox import Sandbox, Task
 from reviewer.side import SideOptions, render_side
 from reviewer.tooling import Tooling, open_tooling
 
@@ -83,3 +85,33 @@ def test_endless_loop_in_app_template_is_stopped(repo: Repo) -> None:
     repo.write("deployments/g/c/apps/d/deployment.yaml", "apps: [{template: app}]\n")
     snapshot = _render(repo, LimitFlags(seconds=3))
     assert "time limit of 3s" in "".join(r.error or "" for r in snapshot.releases)
+
+
+def test_a_slow_file_every_deployment_reads_runs_into_the_limit_once(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster's values template loops for ever: each of its deployments fails at the time
+    limit, but the template runs alone once, not once per deployment (with many
+    deployments, a pull request could otherwise hold a review for hours)."""
+    endless = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
+    repo.write("deployments/g/c/cluster.values.yaml.gotmpl", endless)
+    repo.write(
+        "templates/app/helmfile.yaml.gotmpl", "releases: [{name: app, chart: ../../charts/dump}]\n"
+    )
+    for index in range(6):
+        repo.write(f"deployments/g/c/apps/d{index}/deployment.yaml", "apps: [{template: app}]\n")
+    alone: list[object] = []
+    run = Sandbox.run
+
+    def counted(sandbox: Sandbox, task: Task) -> object:
+        if task.kind == "gotmpl" and task.payload[0] == endless:
+            alone.append(task)
+        return run(sandbox, task)
+
+    monkeypatch.setattr(Sandbox, "run", counted)
+    snapshot = _render(repo, LimitFlags(seconds=2))
+    errors = [*snapshot.errors, *(r.error for r in snapshot.releases if r.error)]
+    assert len(errors) == 6, errors
+    for error in errors:
+        assert "cluster.values.yaml.gotmpl" in error and "time limit of 2s" in error
+    assert len(alone) == 1
