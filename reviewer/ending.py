@@ -8,7 +8,9 @@ Work handed to another process (the second planning process, the diff's other pr
 runs in `one_process()`: when the run ends early (an error, SIGTERM, Ctrl-C) the task
 there ends too, as SIGTERM ends this process, instead of finishing first (a slow template
 waits up to the time limit); when the run is killed outright (SIGKILL, out of memory),
-that process ends itself instead of waiting for its next task for ever.
+that process ends itself instead of waiting for its next task for ever. SIGTERM sent to that
+process alone (an out-of-memory guard picking the largest process) ends it once its task
+has unwound: the run, told by its pool that the process died, does the work itself.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
@@ -44,10 +47,14 @@ class Worker:
         self._executor = executor
 
     def submit(self, task: Callable[..., T], *args: Any) -> Future[T]:
-        """Run `task(*args)` over there; OSError when there is no process to be had."""
+        """Run `task(*args)` over there; OSError when there is no process to be had (none
+        could start, or it has ended)."""
         if self._executor is None:
             raise OSError("no process to be had")
-        return self._executor.submit(_run, task, *args)
+        try:
+            return self._executor.submit(_run, task, *args)
+        except BrokenProcessPool:  # it died (killed, or ended by a signal from outside)
+            raise OSError("no process to be had: it has ended") from None
 
 
 @contextlib.contextmanager
@@ -82,6 +89,8 @@ class _Task:
     """What the process of `one_process()` is doing, for its SIGTERM handler."""
 
     running: bool = False
+    by_run: bool = False
+    """The stop came from the run (it closed `stop`), not from a signal sent from outside."""
     stopped: bool = False
     """Asked to stop (SIGTERM, or `stop` closed): a task not started yet does not start."""
     interrupted: bool = False
@@ -105,6 +114,7 @@ def _follow(stop: Connection, thresholds: tuple[int, int, int]) -> None:
     def watch() -> None:
         with contextlib.suppress(EOFError, OSError):
             stop.recv()
+        _task.by_run = True
         _task.stopped = True  # before the signal: a task about to start sees it
         os.kill(os.getpid(), signal.SIGTERM)
         parent = multiprocessing.parent_process()
@@ -127,8 +137,10 @@ def _task_terminated(signal_number: int, _: object) -> None:
             # The task unwinds as the run would (its sandboxes stopped, its temporary files
             # removed); `_run` then leaves if the run is gone.
             raise SystemExit(_ENDED)
-    elif _orphaned():
-        os._exit(_ENDED)  # between tasks, or answering: nobody would collect the answer
+    elif _orphaned() or not _task.by_run:
+        # Between tasks, or answering: nobody would collect the answer, or the signal came
+        # from outside and ends this process as it would have without a handler.
+        os._exit(_ENDED)
 
 
 def _run(task: Callable[..., T], *args: Any) -> T:
@@ -137,6 +149,10 @@ def _run(task: Callable[..., T], *args: Any) -> T:
     _task.running = True
     try:
         return task(*args)
+    except SystemExit:  # raised by `_task_terminated`
+        if not _task.by_run:
+            os._exit(_ENDED)  # unwound (its sandbox stopped): ended from outside, as above
+        raise
     finally:
         _task.running = False
         if _orphaned():  # killed meanwhile: the answer has nowhere to go

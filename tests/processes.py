@@ -20,9 +20,11 @@ def _processes() -> Iterator[tuple[int, list[str]]]:
         yield int(entry.name), stat[stat.rindex(")") + 2 :].split()
 
 
-def children() -> list[tuple[int, str]]:
-    """This process's child processes and their states (R, S, Z, ...)."""
-    return [(pid, fields[0]) for pid, fields in _processes() if int(fields[1]) == os.getpid()]
+def children(parent: int | None = None) -> list[tuple[int, str]]:
+    """The child processes of `parent` (default: this process) and their states (R, S, Z,
+    ...)."""
+    parent = os.getpid() if parent is None else parent
+    return [(pid, fields[0]) for pid, fields in _processes() if int(fields[1]) == parent]
 
 
 def in_session(session: int) -> list[tuple[int, str]]:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
-from processes import left_in_session
+from processes import children, left_in_session
 
 from reviewer import ending
 
@@ -106,3 +108,45 @@ def test_the_process_over_there_outlives_no_killed_run(tmp_path: Path, moment: s
         assert run.wait(timeout=120) == 9
     assert flag.exists()
     assert left_in_session(run.pid) == []
+
+
+def _say_pid_then_sleep(flag: str) -> None:
+    Path(flag).write_text(str(os.getpid()), encoding="ascii")
+    time.sleep(600)
+
+
+def _ended(pid: int) -> None:
+    deadline = time.monotonic() + 60
+    while any(child == pid and state != "Z" for child, state in children()):
+        assert time.monotonic() < deadline, "the process over there is still running"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("moment", ["working", "idle"])
+def test_a_process_ended_from_outside_leaves_its_work_to_the_run(
+    tmp_path: Path, moment: str
+) -> None:
+    """An out-of-memory guard sends SIGTERM to the largest process: that process ends (its
+    task unwound first), and the run is told it died, as when it is killed: the run then
+    does the work itself (planning and the diff do)."""
+    flag = tmp_path / "flag"
+    with ending.one_process() as worker:
+        if moment == "working":
+            future = worker.submit(_say_pid_then_sleep, str(flag))
+            _wait_for(flag)
+            pid = int(flag.read_text(encoding="ascii"))
+        else:
+            pid = worker.submit(os.getpid).result(timeout=60)
+        os.kill(pid, signal.SIGTERM)
+        if moment == "working":
+            with pytest.raises(BrokenProcessPool):
+                future.result(timeout=60)
+        _ended(pid)
+        try:
+            late = worker.submit(sorted, [2, 1])
+        except OSError:
+            pass  # the pool knows: no process to be had
+        else:
+            with pytest.raises(BrokenProcessPool):
+                late.result(timeout=60)

@@ -329,6 +329,42 @@ def test_a_diff_terminated_while_planning_in_two_processes_stops_both(
     _terminated(command, tmp_path, under_way=_planning_in_two, settle=2, group=group)
 
 
+def test_a_planning_process_ended_from_outside_leaves_its_share_to_the_run(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """An out-of-memory guard sends SIGTERM to the other planning process alone: the run
+    plans that share itself and reports as usual (here the endless template fails at the
+    time limit, in this process), instead of ending with status 143 and no word."""
+    command = [*_with_a_slow_share(git_repo), "--render-timeout", "10"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    ) as process:
+        try:
+            deadline = time.monotonic() + 120
+            while not _planning_in_two(process.pid, b""):
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            time.sleep(2)  # the other share waits for the endless template
+            # The other planning process is the run's child with a child (its sandbox).
+            (planning,) = [pid for pid, _ in children(process.pid) if children(pid)]
+            os.kill(planning, signal.SIGTERM)
+            out, errors = process.communicate(timeout=300)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
+    # The endless template fails on both sides alike: not a failure of the change.
+    assert process.returncode == ExitStatus.OK, errors.decode()[-2000:]
+    report = json.loads(out)
+    failed = report["stillFailing"]
+    assert len(failed) == 17
+    (cluster,) = {error["cluster"] for error in failed}
+    assert plan_parts.in_second_share(cluster)
+    assert all("time limit of 10s" in error["message"] for error in failed)
+    # Every other deployment of both shares was planned, rendered and compared.
+    assert report["summary"]["releases"]["changed"] == len(CLUSTERS) * 17 - 17
+    assert in_session(process.pid) == []
+
+
 def test_a_killed_diff_leaves_no_planning_process_behind(git_repo: GitRepo, tmp_path: Path) -> None:
     """Killed outright (SIGKILL, the out-of-memory killer): nothing can clean up after this
     process, but the planning process it started, and that one's sandbox, end too."""
