@@ -7,6 +7,7 @@ because of the option declarations (names, help texts and defaults are the docum
 
 from __future__ import annotations
 
+import errno
 import functools
 import gc
 import io
@@ -961,8 +962,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ReviewerError as exc:
         console.error(f"error: {exc.render()}")
         sys.exit(ExitStatus.INVALID_REPOSITORY)
-    except Exception:
-        sys.exit(_bug(console))
+    except Exception as exc:
+        refused = refused_resource(exc)
+        if refused is None:
+            sys.exit(_bug(console))
+        console.error(f"error: {refused}; the run stopped")
+        sys.exit(ExitStatus.NO_RESOURCES)
     finally:
         if main_thread and previous is not None:  # None: set outside Python, left as is
             signal.signal(signal.SIGTERM, previous)
@@ -978,6 +983,43 @@ def _reader_left() -> int:
         except (OSError, ValueError, io.UnsupportedOperation):
             continue
     return _CLOSED_OUTPUT
+
+
+# What the system runs out of, by errno: (what reviewer asked for, how to give it more).
+_REFUSED = {
+    errno.EMFILE: ("file descriptors", "raise the limit (`ulimit -n`) or lower --jobs"),
+    errno.ENFILE: ("file descriptors", "the whole system has too many files open"),
+    errno.ENOMEM: ("memory", "free some, or lower --jobs"),
+    errno.ENOSPC: ("disk space", "free some where the caches and temporary files are"),
+    errno.EDQUOT: ("disk space", "the disk quota is reached"),
+}
+_NO_THREAD = ("a new thread", "the limit on processes (`ulimit -u`) is reached")
+
+
+def refused_resource(error: BaseException) -> str | None:
+    """What the system refused the run (the error or one it came from), for users; None
+    when the error is not a lack of resources (a bug)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        refused = _refused(current)
+        if refused is not None:
+            what, hint = refused
+            return f"the system refused reviewer {what} (hint: {hint})"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _refused(error: BaseException) -> tuple[str, str] | None:
+    if isinstance(error, MemoryError):
+        return _REFUSED[errno.ENOMEM]
+    if isinstance(error, RuntimeError) and str(error) == "can't start new thread":
+        return _NO_THREAD
+    if isinstance(error, OSError) and error.errno in _REFUSED:
+        what, hint = _REFUSED[error.errno]
+        return f"{what}: {os.strerror(error.errno)}", hint
+    return None
 
 
 def _bug(console: Console) -> ExitStatus:

@@ -18,6 +18,9 @@ class ExitStatus(IntEnum):
     INVALID_REPOSITORY = 3
     USAGE = 64
     BUG = 70
+    NO_RESOURCES = 71
+    """The system refused memory, threads, file descriptors or disk space (sysexits'
+    EX_OSERR): not a bug, and nothing was reported."""
 
 
 class ReviewerError(Exception):

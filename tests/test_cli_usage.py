@@ -3,16 +3,20 @@ a subdirectory, a closed pipe, a settings file to try. Real git repositories, th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import resource
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import GitRepo, git
 
 from reviewer.cli import main
+from reviewer.commands import render as render_cmd
 from reviewer.errors import ExitStatus
 
 APP = "apps: [{template: app}]\n"
@@ -208,3 +212,77 @@ def test_config_by_absolute_path_is_read_locally_and_refused_in_ci(
     code, _, err = run(["ci", "--repo", str(fleet.root), "--config", str(outside)], capsys)
     assert code == ExitStatus.USAGE
     assert "in CI the settings come from the target branch only" in err
+
+
+# --- the system refuses a resource ------------------------------------------------------------
+
+
+def test_too_few_file_descriptors_is_said_plainly_not_reported_as_a_bug(tmp_path: Path) -> None:
+    """A machine whose limit on open files is low (`ulimit -n 24`): the run stops with a
+    status of its own and says which limit to raise, instead of asking for a bug report."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    example = Path(__file__).resolve().parents[1] / "examples" / "fleet"
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (24, 24))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "reviewer", "render", str(example), "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        preexec_fn=few_files,
+        check=False,
+    )
+    assert done.returncode == ExitStatus.NO_RESOURCES, done.stderr
+    assert "refused reviewer file descriptors: Too many open files" in done.stderr
+    assert "ulimit -n" in done.stderr
+    assert "bug" not in done.stderr
+    assert not list(scratch.glob("reviewer-crash-*"))
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (MemoryError(), "refused reviewer memory"),
+        (RuntimeError("can't start new thread"), "refused reviewer a new thread"),
+        (OSError(errno.ENOSPC, "No space left on device"), "refused reviewer disk space"),
+    ],
+)
+def test_a_lack_of_resources_deep_in_a_command_is_said_plainly(
+    fleet: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    said: str,
+) -> None:
+    def refused(*_: object) -> None:
+        try:
+            raise error
+        except Exception as cause:  # as a library wraps it
+            raise ValueError("could not go on") from cause
+
+    monkeypatch.setattr(render_cmd, "run", refused)
+    code, _, err = run(["render", str(fleet.root), "-o", str(tmp_path / "o")], capsys)
+    assert code == ExitStatus.NO_RESOURCES
+    assert said in err and "the run stopped" in err
+
+
+def test_any_other_error_is_still_a_bug_with_its_log(
+    fleet: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: object) -> None:
+        raise RuntimeError("can't start new car")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(render_cmd, "run", broken)
+    code, _, err = run(["render", str(fleet.root), "-o", str(tmp_path / "o")], capsys)
+    assert code == ExitStatus.BUG
+    assert "this is a bug" in err
+    (log,) = tmp_path.glob("reviewer-crash-*.log")
+    assert "can't start new car" in log.read_text()
