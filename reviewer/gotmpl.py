@@ -31,7 +31,7 @@ import helm_python
 from reviewer import gotmpl_fields
 from reviewer.errors import ConfigError
 from reviewer.limits import Limits
-from reviewer.sandbox import LimitExceeded, Sandbox, Task
+from reviewer.sandbox import LimitExceeded, Sandbox, Task, TimeLimitExceeded
 
 _CHART = "gotmpl"
 _TEMPLATE = "templates/source"
@@ -129,9 +129,9 @@ _BATCH = 64
 # Template texts whose reachable keys are remembered; beyond these the memo starts again.
 _MAX_TEXTS = 4096
 _UNREAD: tuple[str, ...] = ("\0unread",)
-_LIMIT = "limit"
-"""The status of a render a limit stopped (beside Helm's "ok" and "error")."""
 """`_fields` has no entry for the text (None is an entry: every key)."""
+_LIMIT = "limit"
+"""The status of a render the time limit stopped (beside Helm's "ok" and "error")."""
 
 
 class TemplateRenderer:
@@ -143,7 +143,7 @@ class TemplateRenderer:
 
     def __init__(self, limits: Limits | None = None) -> None:
         # Per (text, context) digest: Helm's answer, ("ok", output) or ("error", message), or
-        # (_LIMIT, message) for a render a limit stopped.
+        # (_LIMIT, message) for a render the time limit stopped.
         self._cache: dict[str, tuple[str, str]] = {}
         # Per template text: the context keys it can reach (sorted), or None for all of them.
         self._fields: dict[str, tuple[str, ...] | None] = {}
@@ -271,8 +271,8 @@ class TemplateRenderer:
 
     def _answer_all(self, taken: list[_Waiting]) -> None:
         """One round trip for all; when it crosses a limit, each render (not forecast) alone,
-        so that a limit is reported for the template that crossed it. A render a limit
-        stopped before is not run again: many deployments may read that file."""
+        so that a limit is reported for the template that crossed it. A render the time
+        limit stopped before is not run again: many deployments may read that file."""
         taken = [waiting for waiting in taken if not self._stopped_before(waiting)]
         if len(taken) > 1:
             answers = self._run_batch([waiting.payload for waiting in taken])
@@ -287,11 +287,14 @@ class TemplateRenderer:
                 waiting.answer = self._sandbox.run(Task("gotmpl", waiting.payload))
             except LimitExceeded as error:
                 waiting.limit = error.message
-                if waiting.key:
+                # A time limit only: a child that died may have been killed from outside, or
+                # filled by earlier renders; a fresh one may render the next request.
+                if waiting.key and isinstance(error, TimeLimitExceeded):
                     self._cache[waiting.key] = (_LIMIT, error.message)
 
     def _stopped_before(self, waiting: _Waiting) -> bool:
-        """Whether a limit stopped this render before (now answered with its message)."""
+        """Whether the time limit stopped this render before (now answered with its
+        message)."""
         known = self._cache.get(waiting.key) if waiting.key else None
         if known is None or known[0] != _LIMIT:
             return False

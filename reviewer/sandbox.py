@@ -34,6 +34,11 @@ class LimitExceeded(ReviewerError):
     """A render crossed a resource limit; the message names the limit."""
 
 
+class TimeLimitExceeded(LimitExceeded):
+    """A render ran past the time limit: unlike a dying child (its memory limit, or a kill
+    from outside), an outcome the same render would have again."""
+
+
 @dataclass(frozen=True)
 class Task:
     """What to run in the child: `kind` is `render` (a chart), `gotmpl` (one template) or
@@ -120,7 +125,7 @@ class Sandbox:
             conn.send(task)
             if not conn.poll(self.limits.seconds):
                 self._stop()
-                raise LimitExceeded(time_limit_message(self.limits))
+                raise TimeLimitExceeded(time_limit_message(self.limits))
             try:
                 return conn.recv()
             except (EOFError, OSError):

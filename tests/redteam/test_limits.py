@@ -87,31 +87,49 @@ def test_endless_loop_in_app_template_is_stopped(repo: Repo) -> None:
     assert "time limit of 3s" in "".join(r.error or "" for r in snapshot.releases)
 
 
-def test_a_slow_file_every_deployment_reads_runs_into_the_limit_once(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
+_ENDLESS = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
+_HUGE = '{{ "x" | repeat 40000000000 }}\n'
+
+
+@pytest.mark.parametrize(
+    ("hostile", "limits", "said", "runs"),
+    [
+        # Past the time limit once, past it every time: run once, not once per deployment
+        # (with many deployments a pull request could hold a review for hours).
+        (_ENDLESS, LimitFlags(seconds=2), "time limit of 2s", 1),
+        # A child that died is not remembered (it may have been killed from outside, or
+        # filled by earlier renders): each render gets a fresh child.
+        (_HUGE, LimitFlags(memory_mib=4096), "memory limit of 4096 MiB", 3),
+    ],
+)
+def test_a_file_every_deployment_reads_past_a_limit(
+    repo: Repo,
+    monkeypatch: pytest.MonkeyPatch,
+    hostile: str,
+    limits: LimitFlags,
+    said: str,
+    runs: int,
 ) -> None:
-    """A cluster's values template loops for ever: each of its deployments fails at the time
-    limit, but the template runs alone once, not once per deployment (with many
-    deployments, a pull request could otherwise hold a review for hours)."""
-    endless = "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n"
-    repo.write("deployments/g/c/cluster.values.yaml.gotmpl", endless)
+    """A cluster's values template crosses a limit: each of its deployments fails, naming
+    the file and the limit."""
+    repo.write("deployments/g/c/cluster.values.yaml.gotmpl", hostile)
     repo.write(
         "templates/app/helmfile.yaml.gotmpl", "releases: [{name: app, chart: ../../charts/dump}]\n"
     )
-    for index in range(6):
+    for index in range(3):
         repo.write(f"deployments/g/c/apps/d{index}/deployment.yaml", "apps: [{template: app}]\n")
     alone: list[object] = []
     run = Sandbox.run
 
     def counted(sandbox: Sandbox, task: Task) -> object:
-        if task.kind == "gotmpl" and task.payload[0] == endless:
+        if task.kind == "gotmpl" and task.payload[0] == hostile:
             alone.append(task)
         return run(sandbox, task)
 
     monkeypatch.setattr(Sandbox, "run", counted)
-    snapshot = _render(repo, LimitFlags(seconds=2))
+    snapshot = _render(repo, limits)
     errors = [*snapshot.errors, *(r.error for r in snapshot.releases if r.error)]
-    assert len(errors) == 6, errors
+    assert len(errors) == 3, errors
     for error in errors:
-        assert "cluster.values.yaml.gotmpl" in error and "time limit of 2s" in error
-    assert len(alone) == 1
+        assert "cluster.values.yaml.gotmpl" in error and said in error
+    assert len(alone) == runs
