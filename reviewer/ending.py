@@ -10,7 +10,9 @@ there ends too, as SIGTERM ends this process, instead of finishing first (a slow
 waits up to the time limit); when the run is killed outright (SIGKILL, out of memory),
 that process ends itself instead of waiting for its next task for ever. SIGTERM sent to that
 process alone (an out-of-memory guard picking the largest process) ends it once its task
-has unwound: the run, told by its pool that the process died, does the work itself.
+has unwound, or at its next task when it is idle or answering (an answer cut short would
+leave the run waiting for the rest): the run, told by its pool that the process died, does
+the work itself.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ _task = _Task()
 def _follow(stop: Connection, thresholds: tuple[int, int, int]) -> None:
     """The process's initializer: SIGTERM ends its task (only the task: not its start, nor
     its answer on the way back) and any task queued after it; so does `stop` closing,
-    whether the run closed it or died. Ctrl-C reaches the run, which closes `stop`. Garbage
+    whether the run closed it or died. A SIGTERM the run did not ask for then ends the
+    process too. Ctrl-C reaches the run, which closes `stop`. Garbage
     is collected at the run's thresholds: what it is sent is many long-lived objects (at
     the default ones, the diff of a global change at 10,000 releases took 1.9 s longer)."""
     gc.set_threshold(*thresholds)
@@ -137,15 +140,15 @@ def _task_terminated(signal_number: int, _: object) -> None:
             # The task unwinds as the run would (its sandboxes stopped, its temporary files
             # removed); `_run` then leaves if the run is gone.
             raise SystemExit(_ENDED)
-    elif _orphaned() or not _task.by_run:
-        # Between tasks, or answering: nobody would collect the answer, or the signal came
-        # from outside and ends this process as it would have without a handler.
-        os._exit(_ENDED)
+    elif _orphaned():
+        os._exit(_ENDED)  # between tasks, or answering: nobody would collect the answer
 
 
 def _run(task: Callable[..., T], *args: Any) -> T:
-    if _task.stopped:
-        raise SystemExit(_ENDED)  # asked to stop before it started (queued, or arriving)
+    if _task.stopped:  # asked to stop before it started (queued, or arriving)
+        if not _task.by_run:
+            os._exit(_ENDED)  # from outside, while idle or answering: leave now, between messages
+        raise SystemExit(_ENDED)
     _task.running = True
     try:
         return task(*args)

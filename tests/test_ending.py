@@ -110,8 +110,14 @@ def test_the_process_over_there_outlives_no_killed_run(tmp_path: Path, moment: s
     assert left_in_session(run.pid) == []
 
 
+def _say_pid(flag: str) -> None:
+    said = Path(f"{flag}.part")
+    said.write_text(str(os.getpid()), encoding="ascii")
+    said.rename(flag)  # whole: read as soon as it exists
+
+
 def _say_pid_then_sleep(flag: str) -> None:
-    Path(flag).write_text(str(os.getpid()), encoding="ascii")
+    _say_pid(flag)
     time.sleep(600)
 
 
@@ -127,9 +133,10 @@ def _ended(pid: int) -> None:
 def test_a_process_ended_from_outside_leaves_its_work_to_the_run(
     tmp_path: Path, moment: str
 ) -> None:
-    """An out-of-memory guard sends SIGTERM to the largest process: that process ends (its
-    task unwound first), and the run is told it died, as when it is killed: the run then
-    does the work itself (planning and the diff do)."""
+    """An out-of-memory guard sends SIGTERM to the largest process: that process ends (a
+    running task unwound first; an idle one at its next task, never while it answers), and
+    the run is told it died, as when it is killed: the run then does the work itself
+    (planning and the diff do)."""
     flag = tmp_path / "flag"
     with ending.one_process() as worker:
         if moment == "working":
@@ -142,7 +149,7 @@ def test_a_process_ended_from_outside_leaves_its_work_to_the_run(
         if moment == "working":
             with pytest.raises(BrokenProcessPool):
                 future.result(timeout=60)
-        _ended(pid)
+            _ended(pid)
         try:
             late = worker.submit(sorted, [2, 1])
         except OSError:
@@ -150,3 +157,39 @@ def test_a_process_ended_from_outside_leaves_its_work_to_the_run(
         else:
             with pytest.raises(BrokenProcessPool):
                 late.result(timeout=60)
+        _ended(pid)
+
+
+_ANSWER = 8 << 20  # bytes: an answer sent in many writes
+
+
+def _slow_writes() -> None:
+    """Over there: each write of an answer takes 10 ms, so a signal lands mid-answer."""
+    from multiprocessing import connection
+
+    send = connection.Connection._send  # type: ignore[attr-defined]
+
+    def slowly(self: object, buf: bytes, *_: object) -> None:
+        for start in range(0, len(buf), 1 << 16):
+            time.sleep(0.01)
+            send(self, buf[start : start + (1 << 16)])
+
+    connection.Connection._send = slowly  # type: ignore[attr-defined]
+
+
+def _big_answer(flag: str) -> bytes:
+    _slow_writes()
+    _say_pid(flag)
+    return b"x" * _ANSWER
+
+
+def test_a_process_ended_from_outside_while_it_answers_still_answers(tmp_path: Path) -> None:
+    """Ending while the answer is on its way would cut it short: the run would wait for
+    the rest for ever. The answer arrives whole; the process leaves at its next task."""
+    flag = tmp_path / "flag"
+    with ending.one_process() as worker:
+        future = worker.submit(_big_answer, str(flag))
+        _wait_for(flag)
+        time.sleep(0.3)  # the answer is being written, 64 KiB every 10 ms
+        os.kill(int(flag.read_text(encoding="ascii")), signal.SIGTERM)
+        assert len(future.result(timeout=60)) == _ANSWER

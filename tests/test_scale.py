@@ -346,8 +346,10 @@ def test_a_planning_process_ended_from_outside_leaves_its_share_to_the_run(
                 time.sleep(0.1)
             time.sleep(2)  # the other share waits for the endless template
             # The other planning process is the run's child with a child (its sandbox).
-            (planning,) = [pid for pid, _ in children(process.pid) if children(pid)]
-            os.kill(planning, signal.SIGTERM)
+            while len(planning := [pid for pid, _ in children(process.pid) if children(pid)]) != 1:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            os.kill(planning[0], signal.SIGTERM)
             out, errors = process.communicate(timeout=300)
         finally:
             with contextlib.suppress(ProcessLookupError):
