@@ -23,14 +23,16 @@ def _join(argv: list[str]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def render_command(display_root: str, cluster: str, deployment: str | None = None) -> str:
-    """A command that renders just this deployment (or, without one, this cluster or
-    source) locally, into a new private directory it names when done (POSIX shells)."""
+    """`out=$(mktemp -d) && reviewer render ... --out "$out"`: renders just this deployment
+    (or, without one, this cluster or source) locally, into a new private directory
+    (POSIX shells)."""
     argv = ["reviewer", "render", display_root, "--cluster", cluster]
     if deployment is not None:
         argv += ["--deployment", deployment]
     # Not a fixed name in the shared temporary directory: another user of the machine could
-    # own it (and read what is written there, or make the render refuse to write).
-    return f'{_join(argv)} --out "$(mktemp -d)"'
+    # own it (and read what is written there, or make the render refuse to write). `&&`: a
+    # failing mktemp must not leave `--out ""`, the current directory.
+    return f'out=$(mktemp -d) && {_join(argv)} --out "$out"'
 
 
 def helm_command(

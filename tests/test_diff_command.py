@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
-import shlex
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -329,17 +329,25 @@ def test_reproduction_command_from_diff_reproduces_in_a_shell(
     report = json_diff(fleet, capsys, "--base", "main")
     errors = report["head"]["errors"]
     assert {e["cluster"] for e in errors} == {"prod/eu", "prod/us"}
-    argv = shlex.split(errors[0]["reproduce"])
-    argv[argv.index("--out") + 1] = str(tmp_path / "repro")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "reviewer").write_text(f'#!/bin/sh\nexec {sys.executable} -m reviewer "$@"\n')
+    (tools / "reviewer").chmod(0o755)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(temporary)}
     done = subprocess.run(
-        [sys.executable, "-m", "reviewer", *argv[1:]],
+        ["bash", "-c", errors[0]["reproduce"]],
         capture_output=True,
         text=True,
         check=False,
         cwd=fleet.root,
+        env=env,
     )
     assert done.returncode == ExitStatus.RENDER_FAILED
     assert "no tiers" in done.stderr
+    (written,) = temporary.iterdir()
+    assert (written / "index.json").is_file()
 
 
 def test_noise_rules_come_from_the_base_side_and_config_is_selectable(

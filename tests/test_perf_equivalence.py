@@ -312,7 +312,7 @@ def test_remembered_quoting_is_shlex_join(words: list[str]) -> None:
     """The reproduce command a report prints quotes its words as `shlex.join` does."""
     root, cluster, deployment = words
     argv = ["reviewer", "render", root, "--cluster", cluster, "--deployment", deployment]
-    expected = f'{shlex.join(argv)} --out "$(mktemp -d)"'
+    expected = f'out=$(mktemp -d) && {shlex.join(argv)} --out "$out"'
     assert plan_commands.render_command(root, cluster, deployment) == expected
     again = plan_commands.render_command(root, cluster, deployment)
     assert again == expected, "and again, from the memo"

@@ -129,7 +129,7 @@ def test_reproduction_commands_render_just_that_deployment(repo: Repo) -> None:
     repo.write("deployments/c1/apps/web/deployment.yaml", APP)
     (plan,) = plans_by_id(repo.root).values()
     assert plan.reproduce == (
-        'reviewer render . --cluster c1 --deployment web --out "$(mktemp -d)"'
+        'out=$(mktemp -d) && reviewer render . --cluster c1 --deployment web --out "$out"'
     )
     assert plan.helm_command is not None
     start, values, helm = plan.helm_command.split(" && ")

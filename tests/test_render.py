@@ -195,7 +195,7 @@ def test_failing_release_does_not_stop_others_and_reproduces(
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     env = {**local, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(temporary)}
-    assert reproduce.startswith("reviewer render ")
+    assert reproduce.startswith("out=$(mktemp -d) && reviewer render ")
     again = subprocess.run(
         ["bash", "-c", reproduce], capture_output=True, text=True, check=False, env=env
     )
