@@ -20,7 +20,7 @@ class ExitStatus(IntEnum):
     BUG = 70
     NO_RESOURCES = 71
     """The system refused memory, threads, file descriptors or disk space (sysexits'
-    EX_OSERR): not a bug, and nothing was reported."""
+    EX_OSERR): not a bug; the run stopped there."""
 
 
 class ReviewerError(Exception):

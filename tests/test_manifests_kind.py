@@ -143,7 +143,8 @@ def test_exit_codes_follow_the_same_rules(
     assert code == ExitStatus.RENDER_FAILED
     assert "FAILED apps/web/broken.yaml: " in out
     assert "apps/web/broken.yaml:1: malformed YAML" in out
-    assert "reproduce: reviewer render" in out and "--cluster apps --deployment web" in out
+    assert "reproduce: out=$(mktemp -d) && reviewer render" in out
+    assert "--cluster apps --deployment web" in out
 
 
 def test_a_broken_kustomization_fails_its_object_set_only(

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -336,24 +336,14 @@ def test_a_planning_process_ended_from_outside_leaves_its_share_to_the_run(
     plans that share itself and reports as usual (here the endless template fails at the
     time limit, in this process), instead of ending with status 143 and no word."""
     command = [*_with_a_slow_share(git_repo), "--render-timeout", "10"]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    ) as process:
-        try:
-            deadline = time.monotonic() + 120
-            while not _planning_in_two(process.pid, b""):
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
-            time.sleep(2)  # the other share waits for the endless template
-            # The other planning process is the run's child with a child (its sandbox).
-            while len(planning := [pid for pid, _ in children(process.pid) if children(pid)]) != 1:
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
-            os.kill(planning[0], signal.SIGTERM)
-            out, errors = process.communicate(timeout=300)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
+    with _planning_in_two_processes(command, subprocess.PIPE) as process:
+        # The other planning process is the run's child with a child (its sandbox).
+        deadline = time.monotonic() + 120
+        while len(planning := [pid for pid, _ in children(process.pid) if children(pid)]) != 1:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        os.kill(planning[0], signal.SIGTERM)
+        out, errors = process.communicate(timeout=300)
     # The endless template fails on both sides alike: not a failure of the change.
     assert process.returncode == ExitStatus.OK, errors.decode()[-2000:]
     report = json.loads(out)
@@ -371,18 +361,26 @@ def test_a_killed_diff_leaves_no_planning_process_behind(git_repo: GitRepo, tmp_
     """Killed outright (SIGKILL, the out-of-memory killer): nothing can clean up after this
     process, but the planning process it started, and that one's sandbox, end too."""
     command = [*_with_a_slow_share(git_repo), "--render-timeout", "600"]
-    with subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    ) as process:
+    with _planning_in_two_processes(command, subprocess.DEVNULL) as process:
+        process.kill()
+        process.wait()
+        assert left_in_session(process.pid) == []
+
+
+@contextlib.contextmanager
+def _planning_in_two_processes(
+    command: list[str], output: int
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`command` (`_with_a_slow_share`) running, two seconds after both planning processes
+    are under way (the other one waits for the endless template); killed afterwards."""
+    with subprocess.Popen(command, stdout=output, stderr=output, start_new_session=True) as process:
         try:
             deadline = time.monotonic() + 120
             while not _planning_in_two(process.pid, b""):
                 assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
             time.sleep(2)
-            process.kill()
-            process.wait()
-            assert left_in_session(process.pid) == []
+            yield process
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # a failing run is not left behind
