@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -183,13 +184,40 @@ def _big_answer(flag: str) -> bytes:
     return b"x" * _ANSWER
 
 
-def test_a_process_ended_from_outside_while_it_answers_still_answers(tmp_path: Path) -> None:
-    """Ending while the answer is on its way would cut it short: the run would wait for
-    the rest for ever. The answer arrives whole; the process leaves at its next task."""
-    flag = tmp_path / "flag"
+_ENDED_WHILE_ANSWERING = """
+import os, signal, sys, time
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[2])
+from reviewer import ending
+from test_ending import _big_answer, _wait_for
+
+if __name__ == "__main__":
+    flag = Path(sys.argv[1])
     with ending.one_process() as worker:
         future = worker.submit(_big_answer, str(flag))
         _wait_for(flag)
         time.sleep(0.3)  # the answer is being written, 64 KiB every 10 ms
         os.kill(int(flag.read_text(encoding="ascii")), signal.SIGTERM)
-        assert len(future.result(timeout=60)) == _ANSWER
+        print(len(future.result(timeout=60)))
+"""
+
+
+def test_a_process_ended_from_outside_while_it_answers_still_answers(tmp_path: Path) -> None:
+    """Ending while the answer is on its way would cut it short: the run would wait for
+    the rest for ever (here: until the time-out below). The answer arrives whole; the
+    process leaves at its next task."""
+    flag = tmp_path / "flag"
+    here = str(Path(__file__).parent)
+    with subprocess.Popen(
+        [sys.executable, "-c", _ENDED_WHILE_ANSWERING, str(flag), here],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    ) as run:
+        try:
+            out, _ = run.communicate(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)  # a hung run is not left behind
+    assert run.returncode == 0
+    assert out.split() == [str(_ANSWER).encode()]
