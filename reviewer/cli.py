@@ -961,7 +961,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(ExitStatus.USAGE)
     except ReviewerError as exc:
         console.error(f"error: {exc.render()}")
-        sys.exit(ExitStatus.INVALID_REPOSITORY)
+        # Our own wrapping (`raise ... from None`) keeps the OS's error as the context.
+        refused = refused_resource(exc) or refused_resource(exc.__context__)
+        if refused is None:
+            sys.exit(ExitStatus.INVALID_REPOSITORY)
+        console.error(f"error: {refused}; the run stopped")
+        sys.exit(ExitStatus.NO_RESOURCES)
     except Exception as exc:
         refused = refused_resource(exc)
         if refused is None:
@@ -990,24 +995,26 @@ _REFUSED = {
     errno.EMFILE: ("file descriptors", "raise the limit (`ulimit -n`) or lower --jobs"),
     errno.ENFILE: ("file descriptors", "the whole system has too many files open"),
     errno.ENOMEM: ("memory", "free some, or lower --jobs"),
-    errno.ENOSPC: ("disk space", "free some where the caches and temporary files are"),
+    errno.ENOSPC: ("disk space", "free some where the caches, temporary files and outputs are"),
     errno.EDQUOT: ("disk space", "the disk quota is reached"),
 }
 _NO_THREAD = ("a new thread", "the limit on processes (`ulimit -u`) is reached")
 
 
-def refused_resource(error: BaseException) -> str | None:
-    """What the system refused the run (the error or one it came from), for users; None
-    when the error is not a lack of resources (a bug)."""
+def refused_resource(error: BaseException | None) -> str | None:
+    """What the system refused the run (the error, or one it was raised from), for users;
+    None when the error is not a lack of resources (a bug, or bad input)."""
+    # Only `raise ... from`: an error raised while handling a lack of resources (its
+    # context) may be a bug of the handling, which must still be reported as one.
     seen: set[int] = set()
-    current: BaseException | None = error
+    current = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         refused = _refused(current)
         if refused is not None:
             what, hint = refused
             return f"the system refused reviewer {what} (hint: {hint})"
-        current = current.__cause__ or current.__context__
+        current = current.__cause__
     return None
 
 

@@ -149,8 +149,8 @@ def _run(task: Callable[..., T], *args: Any) -> T:
         if not _task.by_run:
             os._exit(_ENDED)  # from outside, while idle or answering: leave now, between messages
         raise SystemExit(_ENDED)
-    _task.running = True
     try:
+        _task.running = True  # inside: a SIGTERM right after it is the task's, caught below
         return task(*args)
     except SystemExit:  # raised by `_task_terminated`
         if not _task.by_run:

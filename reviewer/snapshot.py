@@ -109,6 +109,16 @@ def _prepare(root: Path) -> None:
 
 def write(snapshot: Snapshot, root: Path, *, guard: Guard = _no_guard) -> None:
     """Write a snapshot below `root`; every text passes `guard` before it is written."""
+    try:
+        _write(snapshot, root, guard)
+    except OSError as error:
+        where = error.filename or root
+        raise ReviewerError(
+            f"{where}: cannot write the snapshot ({error.strerror or error})"
+        ) from error
+
+
+def _write(snapshot: Snapshot, root: Path, guard: Guard) -> None:
     _prepare(root)
     entries: list[dict[str, Any]] = []
     for release in snapshot.releases:

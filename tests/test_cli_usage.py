@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GitRepo, git
@@ -270,14 +271,33 @@ def test_a_lack_of_resources_deep_in_a_command_is_said_plainly(
     assert said in err and "the run stopped" in err
 
 
+def _while_out_of_space() -> None:
+    """A bug in handling a full disk: still a bug."""
+    try:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    except OSError:
+        raise AttributeError("'NoneType' object has no attribute 'foo'") from None
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (RuntimeError("can't start new car"), "can't start new car"),
+        (None, "has no attribute 'foo'"),
+    ],
+)
 def test_any_other_error_is_still_a_bug_with_its_log(
     fleet: GitRepo,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    error: Exception | None,
+    said: str,
 ) -> None:
     def broken(*_: object) -> None:
-        raise RuntimeError("can't start new car")
+        if error is None:
+            _while_out_of_space()
+        raise error or AssertionError
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(render_cmd, "run", broken)
@@ -285,4 +305,45 @@ def test_any_other_error_is_still_a_bug_with_its_log(
     assert code == ExitStatus.BUG
     assert "this is a bug" in err
     (log,) = tmp_path.glob("reviewer-crash-*.log")
-    assert "can't start new car" in log.read_text()
+    assert said in log.read_text()
+
+
+def test_an_unwritable_report_or_snapshot_is_a_clear_error(
+    fleet: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o` under a file (or a missing or read-only directory): status 3, naming the path."""
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    (tmp_path / "file").write_text("not a directory\n")
+    report = tmp_path / "file" / "report.json"
+    argv = ["diff", "--repo", str(fleet.root), "--base", "main", "-o", str(report)]
+    code, _, err = run(argv, capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert f"{report}: cannot write the report (Not a directory)" in err
+    snapshot = tmp_path / "file" / "snapshot"
+    code, _, err = run(["render", str(fleet.root), "-o", str(snapshot)], capsys)
+    assert code == ExitStatus.INVALID_REPOSITORY
+    assert f"{snapshot}: cannot write the snapshot (Not a directory)" in err
+    assert not list(tmp_path.glob("reviewer-crash-*"))
+
+
+def test_a_full_disk_under_the_report_is_a_lack_of_resources(
+    fleet: GitRepo,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = tmp_path / "report.json"
+    write_text = Path.write_text
+
+    def full(path: Path, *args: Any, **kwargs: Any) -> int:
+        if path == report:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    argv = ["diff", "--repo", str(fleet.root), "--base", "main", "-o", str(report)]
+    code, _, err = run(argv, capsys)
+    assert code == ExitStatus.NO_RESOURCES
+    assert f"{report}: cannot write the report (No space left on device)" in err
+    assert "the system refused reviewer disk space" in err

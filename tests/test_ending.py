@@ -164,8 +164,9 @@ def test_a_process_ended_from_outside_leaves_its_work_to_the_run(
 _ANSWER = 8 << 20  # bytes: an answer sent in many writes
 
 
-def _slow_writes() -> None:
-    """Over there: each write of an answer takes 10 ms, so a signal lands mid-answer."""
+def _slow_writes(flag: str) -> None:
+    """Over there: each write of an answer takes 10 ms, and the first says the answer is
+    on its way (`_say_pid`), so a signal lands mid-answer."""
     from multiprocessing import connection
 
     send = connection.Connection._send  # type: ignore[attr-defined]
@@ -174,13 +175,14 @@ def _slow_writes() -> None:
         for start in range(0, len(buf), 1 << 16):
             time.sleep(0.01)
             send(self, buf[start : start + (1 << 16)])
+            if not Path(flag).exists():
+                _say_pid(flag)
 
     connection.Connection._send = slowly  # type: ignore[attr-defined]
 
 
 def _big_answer(flag: str) -> bytes:
-    _slow_writes()
-    _say_pid(flag)
+    _slow_writes(flag)
     return b"x" * _ANSWER
 
 
@@ -196,8 +198,7 @@ if __name__ == "__main__":
     flag = Path(sys.argv[1])
     with ending.one_process() as worker:
         future = worker.submit(_big_answer, str(flag))
-        _wait_for(flag)
-        time.sleep(0.3)  # the answer is being written, 64 KiB every 10 ms
+        _wait_for(flag)  # the answer is being written, 64 KiB every 10 ms
         os.kill(int(flag.read_text(encoding="ascii")), signal.SIGTERM)
         print(len(future.result(timeout=60)))
 """

@@ -21,7 +21,7 @@ from reviewer.diff.compare import diff_snapshots
 from reviewer.diff.options import DifferChoice, DiffOptions
 from reviewer.diff.result import SnapshotDiff
 from reviewer.discover import Layout, discovery_warnings
-from reviewer.errors import ExitStatus
+from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.explain import explain
 from reviewer.model import ReleaseId, ResourceKey, Snapshot
 from reviewer.prepare import PreparedSides, SideRequest, SideWatch, prepare_sides
@@ -365,7 +365,12 @@ def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
         )
     console.check(text, str(args.output or "report"))
     if args.output is not None:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ReviewerError(
+                f"{args.output}: cannot write the report ({error.strerror or error})"
+            ) from error
         console.info(f"report written to {args.output}")
     elif paged:
         console.page(text)
