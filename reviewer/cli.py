@@ -31,7 +31,7 @@ from reviewer.commands import explain as explain_cmd
 from reviewer.commands import merge as merge_cmd
 from reviewer.commands import render as render_cmd
 from reviewer.config import CONFIG_FILE
-from reviewer.console import Console, pager_command
+from reviewer.console import Console, pager_command, stopping_workflow_commands
 from reviewer.delivery import Delivery
 from reviewer.diff.options import DifferChoice, resolve_differ
 from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
@@ -939,7 +939,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     # that it costs about a sixth of a large fleet's warm run.
     gc.set_threshold(50_000, 20, 100)
     env = dict(os.environ)
-    console = Console(no_color="NO_COLOR" in env, pager=pager_command(env))
+    with stopping_workflow_commands(env, sys.stderr) as token:
+        console = Console(
+            no_color="NO_COLOR" in env, pager=pager_command(env), commands_token=token
+        )
+        _main(argv, env, console)
+
+
+def _main(argv: Sequence[str] | None, env: dict[str, str], console: Console) -> None:
     main_thread = threading.current_thread() is threading.main_thread()  # else not settable
     previous = signal.signal(signal.SIGTERM, ending.terminated) if main_thread else None
     try:

@@ -7,6 +7,8 @@ secrets are known, a command derives a guarded console with `guarded(guard)`.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import shlex
 import shutil
 import sys
@@ -55,6 +57,10 @@ class Console:
     """The leak guard every line passes before it is shown (None until secrets are known)."""
     pager: tuple[str, ...] | None = None
     """The pager for long results on a terminal (`pager_command`); None: never page."""
+    commands_token: str | None = None
+    """In GitHub Actions: the token workflow commands are stopped with for the run
+    (`stopping_workflow_commands`), so that no text a pull request controls (a file name,
+    a value shown in a diff) is taken for one; None elsewhere."""
 
     def guarded(self, guard: Callable[[str, str], None]) -> Console:
         """The same streams, every line passing `guard` (the finished redaction's leak guard)."""
@@ -105,6 +111,15 @@ class Console:
         self.check(text, "output")
         self.out.write(text)
 
+    def workflow_command(self, line: str) -> None:
+        """Write one workflow command of our own (`::notice ...`), letting the runner see it
+        while commands are stopped."""
+        if self.commands_token is None:
+            self.write(f"{line}\n")
+            return
+        token = self.commands_token
+        self.write(f"::{token}::\n{line}\n::stop-commands::{token}\n")
+
     def page(self, text: str) -> None:
         """Show a long result through the pager on a terminal, else write it as it is."""
         self.check(text, "output")
@@ -132,3 +147,26 @@ def progress_bar(console: Console, total: int, *, label: str) -> Iterator[Callab
     with progress:
         task = progress.add_task(label, total=total)
         yield lambda: progress.advance(task)
+
+
+@contextmanager
+def stopping_workflow_commands(environ: Mapping[str, str], err: TextIO) -> Iterator[str | None]:
+    """In GitHub Actions, the runner takes any line of a step's output that starts with
+    `::` (or holds `##[`) for a workflow command: one from a pull request's file names or
+    values could add annotations, masks or stop the log. For the block, commands are
+    stopped with a random token (yielded; None outside GitHub Actions)."""
+    if environ.get("GITHUB_ACTIONS") != "true":
+        yield None
+        return
+    token = secrets.token_hex(32)
+    _say(err, f"::stop-commands::{token}")
+    try:
+        yield token
+    finally:
+        _say(err, f"::{token}::")
+
+
+def _say(err: TextIO, line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # a closed stream: nothing more is read
+        err.write(f"{line}\n")
+        err.flush()

@@ -290,7 +290,7 @@ def notice(channel: Channel, text: str) -> None:
     """A message users should see: an annotation in GitHub Actions, a warning elsewhere."""
     if channel.env.get("GITHUB_ACTIONS") == "true":
         escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        channel.console.write(f"::notice title=reviewer::{escaped}\n")
+        channel.console.workflow_command(f"::notice title=reviewer::{escaped}")
     else:
         channel.console.warn(text)
 
