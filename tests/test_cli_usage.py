@@ -174,7 +174,8 @@ def test_a_closed_pipe_ends_quietly_with_status_141(fleet: GitRepo) -> None:
     """`reviewer diff --exit-code 2>&1 | head -1`: like git, 128 + SIGPIPE, never "failed"."""
     fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
     argv = [sys.executable, "-m", "reviewer", "diff", "--base", "main", "--exit-code", "-j1"]
-    env = {**os.environ, "NO_COLOR": "1"}
+    local = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    env = {**local, "NO_COLOR": "1"}  # outside Actions: no `stop-commands` line first
     with subprocess.Popen(
         argv, cwd=fleet.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     ) as reader:
