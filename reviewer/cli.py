@@ -970,16 +970,10 @@ def _main(argv: Sequence[str] | None, env: dict[str, str], console: Console) -> 
         console.error(f"error: {exc.render()}")
         # Our own wrapping (`raise ... from None`) keeps the OS's error as the context.
         refused = refused_resource(exc) or refused_resource(exc.__context__)
-        if refused is None:
-            sys.exit(ExitStatus.INVALID_REPOSITORY)
-        console.error(f"error: {refused}; the run stopped")
-        sys.exit(ExitStatus.NO_RESOURCES)
+        sys.exit(ExitStatus.INVALID_REPOSITORY if refused is None else _stopped(console, refused))
     except Exception as exc:
         refused = refused_resource(exc)
-        if refused is None:
-            sys.exit(_bug(console))
-        console.error(f"error: {refused}; the run stopped")
-        sys.exit(ExitStatus.NO_RESOURCES)
+        sys.exit(_bug(console) if refused is None else _stopped(console, refused))
     finally:
         if main_thread and previous is not None:  # None: set outside Python, left as is
             signal.signal(signal.SIGTERM, previous)
@@ -1034,6 +1028,11 @@ def _refused(error: BaseException) -> tuple[str, str] | None:
         what, hint = _REFUSED[error.errno]
         return f"{what}: {os.strerror(error.errno)}", hint
     return None
+
+
+def _stopped(console: Console, refused: str) -> ExitStatus:
+    console.error(f"error: {refused}; the run stopped")
+    return ExitStatus.NO_RESOURCES
 
 
 def _bug(console: Console) -> ExitStatus:

@@ -281,6 +281,7 @@ class TemplateRenderer:
                     waiting.answer = answer
                 return
         for waiting in taken:
+            # Again here: another render of this loop may have been stopped with its key.
             if waiting.forecast or self._stopped_before(waiting):
                 continue
             try:
