@@ -2,7 +2,9 @@
 
 Tests pass their own streams; `NO_COLOR` is honoured (read by the CLI and passed in);
 progress bars only appear on a terminal. A console is an immutable value: once the
-secrets are known, a command derives a guarded console with `guarded(guard)`.
+secrets are known, a command derives a guarded console with `guarded(guard)`. Text a pull
+request controls reaches the streams with its control and format characters shown as
+escapes (reviewer/visible.py): only `Shown` text, already escaped, keeps its colour codes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from reviewer import proc
+from reviewer.visible import Shown, continued, visible
 
 DEFAULT_PAGER = ("less", "-FRX")
 """Like git: quit when the text fits one screen, keep colours, leave the text on screen."""
@@ -69,7 +72,10 @@ class Console:
     @cached_property
     def rich(self) -> RichConsole:
         """The styled writer for messages and progress bars (on `err`)."""
-        return _RichConsole(file=self.err, no_color=self.no_color, highlight=False, soft_wrap=True)
+        # emoji=False: rich would turn `:warning:` in a file name into an emoji even without markup.
+        return _RichConsole(
+            file=self.err, no_color=self.no_color, highlight=False, soft_wrap=True, emoji=False
+        )
 
     @property
     def colour(self) -> bool:
@@ -86,20 +92,28 @@ class Console:
         if self.guard is not None:
             self.guard(text, location)
 
+    def shown(self, text: str, location: str) -> str:
+        """`text` as it may be shown (`visible`, unless already `Shown`), after the leak guard
+        passed both the text and what is shown."""
+        self.check(text, location)
+        if isinstance(text, Shown):
+            return text
+        shown = visible(text, keep_newlines=True)
+        if shown != text:
+            self.check(shown, location)
+        return shown
+
     def info(self, message: str) -> None:
         """A progress or summary line."""
-        self.check(message, "log")
-        self.rich.print(message, markup=False)
+        self.rich.print(continued(self.shown(message, "log")), markup=False)
 
     def error(self, message: str) -> None:
         """A failure line (red on a terminal)."""
-        self.check(message, "log")
-        self.rich.print(message, style="red", markup=False)
+        self.rich.print(continued(self.shown(message, "log")), style="red", markup=False)
 
     def warn(self, message: str) -> None:
         """A warning line (yellow on a terminal)."""
-        self.check(message, "log")
-        self.rich.print(message, style="yellow", markup=False)
+        self.rich.print(continued(self.shown(message, "log")), style="yellow", markup=False)
 
     @property
     def pages(self) -> bool:
@@ -108,8 +122,7 @@ class Console:
 
     def write(self, text: str) -> None:
         """Write a result to standard output."""
-        self.check(text, "output")
-        self.out.write(text)
+        self.out.write(self.shown(text, "output"))
 
     def workflow_command(self, line: str) -> None:
         """Write one workflow command of our own (`::notice ...`), letting the runner see it
@@ -118,16 +131,16 @@ class Console:
             self.write(f"{line}\n")
             return
         token = self.commands_token
-        self.write(f"::{token}::\n{line}\n::stop-commands::{token}\n")
+        self.write(Shown(f"::{token}::\n{self.shown(line, 'output')}\n::stop-commands::{token}\n"))
 
     def page(self, text: str) -> None:
         """Show a long result through the pager on a terminal, else write it as it is."""
-        self.check(text, "output")
+        shown = self.shown(text, "output")
         if self.pager is not None and self.pages:
             self.out.flush()
-            if proc.feed(self.pager, text):
+            if proc.feed(self.pager, shown):
                 return
-        self.out.write(text)
+        self.out.write(shown)
 
 
 @contextmanager

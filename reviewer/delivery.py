@@ -27,6 +27,7 @@ from reviewer.publish import (
 )
 from reviewer.snapshot import Guard
 from reviewer.sticky import Sticky, SyncResult, mark_comments, remove_comments, sync_comments
+from reviewer.visible import Shown
 
 FOOTER_MARK = "<!-- reviewer:footer -->"
 
@@ -326,7 +327,8 @@ def _print_parts(parts: list[comment.Part], console: Console) -> None:
     for part in parts:
         size = comment.size(part.body)
         console.write(f"----- comment {part.number}/{part.total} ({size} bytes) -----\n")
-        console.write(part.body if part.body.endswith("\n") else part.body + "\n")
+        # Markdown that escapes what a pull request controls (reviewer/markdown.py).
+        console.write(Shown(part.body if part.body.endswith("\n") else part.body + "\n"))
 
 
 def check_outbound(

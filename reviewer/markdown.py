@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import html
 import re
-import unicodedata
+
+from reviewer.visible import visible
 
 NAME_LIMIT = 256
 """UTF-8 bytes of a name shown in one line; longer names are cut, with `…`."""
 PLAIN_LIMIT = 2048
 """UTF-8 bytes of one `plain` sentence; keeps every line far below the comment splitter's wrap."""
 
-_SHOWN = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_INVISIBLE = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
 # The start of our hidden markers (the sticky marker, the footer mark): never from PR text.
 _OUR_MARKERS = "<!-- reviewer:"
 _MARKER_SHOWN = "\\u003c!-- reviewer:"
@@ -33,24 +32,6 @@ _WORD_JOINER = "\u2060"
 
 class Trusted(str):
     """Markdown that reviewer wrote itself from no PR text (e.g. a warning of its own)."""
-
-
-def visible(text: str, *, keep_newlines: bool = False) -> str:
-    """`text` with control, format and separator characters shown as escapes (`\\n`, `\\u0007`)."""
-    return "".join(_show(char, keep_newlines) for char in text)
-
-
-def _show(char: str, keep_newlines: bool) -> str:
-    if char == "\n" and keep_newlines:
-        return char
-    if char == "\t" and keep_newlines:
-        return char
-    if char in _SHOWN:
-        return _SHOWN[char]
-    if unicodedata.category(char) in _INVISIBLE:
-        code = ord(char)
-        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-    return char
 
 
 def _unmarked(text: str) -> str:

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import functools
 import posixpath
-import shlex
 
 from reviewer import capabilities as capabilities_mod
 from reviewer.discover import Cluster, DeploymentDir
 from reviewer.postrender import Patches
 from reviewer.templates import ReleaseSpec
+from reviewer.visible import shell_word
 
 # Every release of a fleet quotes the same few words (root, cluster, flags, chart): quoting
 # each once instead of per release was a measurable part of planning 10,000 releases.
-_quote = functools.lru_cache(maxsize=65536)(shlex.quote)
+_quote = functools.lru_cache(maxsize=65536)(shell_word)
 
 
 def _join(argv: list[str]) -> str:
-    """`shlex.join`, with each word's quoting remembered."""
+    """`shell_words`, with each word's quoting remembered."""
     return " ".join([_quote(word) for word in argv])
 
 

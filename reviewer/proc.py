@@ -10,13 +10,13 @@ edge (`cli.main`) builds from the environment once.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewer.errors import CommandError
+from reviewer.visible import shell_word, shell_words
 
 Scrubber = Callable[[str], str]
 
@@ -39,8 +39,8 @@ class Command:
     ok_codes: tuple[int, ...] = (0,)
 
     def __str__(self) -> str:
-        line = shlex.join(self.argv)
-        return f"(cd {shlex.quote(str(self.cwd))} && {line})" if self.cwd else line
+        line = shell_words(self.argv)
+        return f"(cd {shell_word(str(self.cwd))} && {line})" if self.cwd else line
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def argv(*parts: str | Path) -> tuple[str, ...]:
 
 def join(parts: Sequence[str]) -> str:
     """Shell-quote a command line for display."""
-    return shlex.join(parts)
+    return shell_words(parts)
 
 
 def feed(argv_: Sequence[str], text: str) -> bool:

@@ -1,8 +1,8 @@
 """The forms a secret takes in rendered output, and finding them in text.
 
 `encodings` lists how a value commonly shows up (JSON, Go's JSON and number printing, URL and
-base64 forms); `Matcher` finds every occurrence of a set of such forms, merging overlaps.
-Used by the redactor (to replace) and the leak guard (to refuse).
+base64 forms, and reviewer's own escaped display); `Matcher` finds every occurrence of a set of
+such forms, merging overlaps. Used by the redactor (to replace) and the leak guard (to refuse).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from reviewer.visible import visible
 
 _NUMBER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
@@ -37,6 +39,13 @@ def encodings(text: str) -> dict[str, str]:
     number = _go_number(text)
     if number is not None:
         forms["go-number"] = number
+    # How reviewer itself shows it, on a terminal and in Markdown (reviewer/visible.py).
+    for kind, shown in (
+        ("shown", visible(text)),
+        ("shown-lines", visible(text, keep_newlines=True)),
+    ):
+        if shown != text:
+            forms[kind] = shown
     return forms
 
 

@@ -17,7 +17,6 @@ import importlib
 import json
 import os
 import re
-import shlex
 import shutil
 import tempfile
 import threading
@@ -29,6 +28,7 @@ from typing import Any
 
 from reviewer import proc, yamlio
 from reviewer.errors import CommandError, ConfigError, ReviewerError
+from reviewer.visible import shell_word
 
 SOPS_ENV = "REVIEWER_SOPS"
 # Placeholders for keyless mode. The string one is a valid DNS label, Kubernetes
@@ -335,7 +335,7 @@ class SopsDecoder:
 
 
 def _failure(source: str, failure: SopsFailure, *, detail: str = "") -> SopsError:
-    hint = f"reproduce with: sops --decrypt {shlex.quote(source)}"
+    hint = f"reproduce with: sops --decrypt {shell_word(source)}"
     if failure is SopsFailure.NO_KEY:
         hint = f"provide a key sops can find (e.g. SOPS_AGE_KEY_FILE); {hint}"
     return SopsError(source, failure, detail=detail, hint=hint)

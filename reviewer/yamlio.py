@@ -21,6 +21,7 @@ from ruamel.yaml.representer import SafeRepresenter
 from reviewer import yamlemit
 from reviewer.errors import ConfigError
 from reviewer.limits import MAX_DEPTH, too_deep
+from reviewer.visible import visible
 
 # Keys listed here come first in a normalized Kubernetes object, in this order;
 # everything else follows alphabetically, so key order never causes a diff.
@@ -223,6 +224,17 @@ def _dumper(*, pure: bool) -> YAML:
 # whole scalar; such documents are written again by the pure-Python emitter.
 _FAST = _dumper(pure=False)
 _EXACT = _dumper(pure=True)
+_ASCII = _dumper(pure=True)
+_ASCII.allow_unicode = False
+# A literal block would keep its characters raw: such text is double-quoted, with escapes.
+_ASCII.representer.add_representer(
+    str,
+    lambda representer, data: (
+        _represent_str(representer, data)
+        if visible(data, keep_newlines=True) == data
+        else representer.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+    ),
+)
 
 
 def dump(value: Any) -> str:
@@ -231,6 +243,13 @@ def dump(value: Any) -> str:
     if text is None:
         text = _dump(_FAST, value)
     return _dump(_EXACT, value) if "\\U" in text else text
+
+
+def dump_printable(value: Any) -> str:
+    """`dump`, but characters a terminal would obey or hide (escape sequences, U+202E) are
+    spelled with YAML's own escapes (`"\\e"`, `"\\u202E"`), which load back as they were."""
+    text = dump(value)
+    return text if visible(text, keep_newlines=True) == text else _dump(_ASCII, value)
 
 
 def dump_with_ruamel(value: Any) -> str:

@@ -44,6 +44,7 @@ from reviewer.paths import CHECKOUT_ROOT, inside
 from reviewer.plan import Planner, ReleasePlan
 from reviewer.sops import KeylessMode
 from reviewer.values import Values, ValuesLoader
+from reviewer.visible import shell_words
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fleet"
 
@@ -308,14 +309,17 @@ def test_too_deep_answers_as_the_plain_walk_did(value: Any, limit: int) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_TEXT, st.text()), min_size=3, max_size=3))
-def test_remembered_quoting_is_shlex_join(words: list[str]) -> None:
-    """The reproduce command a report prints quotes its words as `shlex.join` does."""
+def test_remembered_quoting_is_shell_words(words: list[str]) -> None:
+    """The reproduce command a report prints quotes its words as `shell_words` does (as
+    `shlex.join` does, for printable words)."""
     root, cluster, deployment = words
     argv = ["reviewer", "render", root, "--cluster", cluster, "--deployment", deployment]
-    expected = f'out=$(mktemp -d) && {shlex.join(argv)} --out "$out"'
+    expected = f'out=$(mktemp -d) && {shell_words(argv)} --out "$out"'
     assert plan_commands.render_command(root, cluster, deployment) == expected
     again = plan_commands.render_command(root, cluster, deployment)
     assert again == expected, "and again, from the memo"
+    if all(word.isprintable() for word in words):
+        assert again == f'out=$(mktemp -d) && {shlex.join(argv)} --out "$out"'
 
 
 @settings(max_examples=300, deadline=None)

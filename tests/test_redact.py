@@ -26,6 +26,7 @@ from reviewer.redact import (
     redact_tree,
     replacement_map,
 )
+from reviewer.visible import visible
 
 KEY = b"test-run-key"
 
@@ -282,6 +283,18 @@ def test_guard_error_names_the_location_never_the_value() -> None:
 def test_guard_finds_encodings(text: str) -> None:
     with pytest.raises(LeakError):
         LeakGuard(["hunter22", 99999, 9999999]).check(text, "report.md")
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["S\u00e9cret\u202eValue99", "p\u00e4ssw\u00adord12345", 'q"uo\x1bte-99', "-----\r\nMIIE-----"],
+)
+def test_guard_finds_secrets_as_reviewer_shows_them(secret: str) -> None:
+    """Reports and messages show control and format characters as escapes (`\\u202e`):
+    a secret holding one is still recognised in that form."""
+    for shown in (visible(secret), visible(secret, keep_newlines=True)):
+        with pytest.raises(LeakError):
+            LeakGuard([secret]).check(f"value: {shown}\n", "report")
 
 
 def test_guard_ignores_short_secrets_and_redaction_output() -> None:

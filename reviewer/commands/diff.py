@@ -32,6 +32,7 @@ from reviewer.side import ProgressBar, Shard, SideOptions
 from reviewer.sops import KeylessMode
 from reviewer.tooling import Tooling
 from reviewer.trees import SideTrees
+from reviewer.visible import Shown
 
 FORMATS = ("text", "markdown", "json")
 
@@ -354,10 +355,13 @@ def hidden_changes(
 def _write(review: report.Review, args: ReportArgs, console: Console) -> None:
     colour = args.output is None and console.colour
     paged = args.output is None and args.pager and console.pages
+    # JSON is ASCII only, and Markdown escapes what a pull request controls (its own word
+    # joiners must stay): both are written as they are, to a file or a terminal.
+    text: str
     if args.output_format == "json":
-        text = jsonindent.dumps(report_json.to_json(review)) + "\n"
+        text = Shown(jsonindent.dumps(report_json.to_json(review)) + "\n")
     elif args.output_format == "markdown":
-        text = report_markdown.render_markdown(review, summary_only=args.summary)
+        text = Shown(report_markdown.render_markdown(review, summary_only=args.summary))
     else:
         # A pager opens at the top, a terminal shows the end: the summary goes where it is seen.
         text = report_text.render_text(

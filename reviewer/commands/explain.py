@@ -29,6 +29,7 @@ from reviewer.sops import KeylessMode, SopsDecoder
 from reviewer.sources import registry
 from reviewer.sources.hierarchy import Hierarchy
 from reviewer.sources.protocol import Source
+from reviewer.visible import visible
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def _values(repo: Path, located: Located, path: str | None, console: Console) ->
         line = f"{leaf}: {show_value(value)}  ← {origin.winner}"
         if origin.overridden:
             line += "  (overrides " + ", ".join(str(o) for o in origin.overridden) + ")"
-        console.write(line + "\n")
+        console.write(visible(line) + "\n")  # one line, whatever a name or value holds
         shown += 1
     if defaults is None:
         console.info(
@@ -200,7 +201,7 @@ def _files(
     (git sees `git`, the environment the edge gives it)."""
     console.write(f"built from ({len(inputs)}):\n")
     for file in sorted(inputs):
-        console.write(f"  {file}\n")
+        console.write(f"  {visible(file)}\n")
     if since is None:
         return
     affecting = affected_by(changed_since(repo, since, env=git), inputs)
@@ -209,7 +210,7 @@ def _files(
         return
     console.write(f"changed since {since} ({len(affecting)}):\n")
     for file in affecting:
-        console.write(f"  {file}\n")
+        console.write(f"  {visible(file)}\n")
 
 
 def changed_since(repo: Path, ref: str, *, env: Mapping[str, str]) -> list[str]:
@@ -249,7 +250,7 @@ def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) ->
         )
     if redact:
         console = console.guarded(located.guard.check)
-        console.write(yamlio.dump(located.redactor.redact_manifest(located.twin.values)))
+        console.write(yamlio.dump_printable(located.redactor.redact_manifest(located.twin.values)))
         return ExitStatus.OK
     if located.keyless and args.secrets is not KeylessMode.ALWAYS:
         # Placeholders printed as clear text would pass for the real values (and feed
@@ -265,7 +266,7 @@ def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) ->
             "warning: these values hold placeholders (sops-placeholder, 0, false) where "
             "the secrets are, not the real values: --secrets keyless"
         )
-    console.write(yamlio.dump(located.real.values))
+    console.write(yamlio.dump_printable(located.real.values))
     return ExitStatus.OK
 
 

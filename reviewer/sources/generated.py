@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from reviewer.model import WHOLE_DEPLOYMENT, ReleaseId, RenderedRelease
 from reviewer.plan import Plan
 from reviewer.sources.manifests import plan_tree
 from reviewer.sources.protocol import PlanContext, SourceEntry
+from reviewer.visible import shell_word, shell_words
 
 KIND = "generated"
 OPTIONS = ("command", "output", "timeoutSeconds", "memoryMiB")
@@ -52,9 +52,9 @@ class Generated:
 
     def describe(self) -> str:
         """`generated 'compositions': <command> in bundles/`."""
-        line = shlex.join(self.command)
+        line = shell_words(self.command)
         if "\n" in line or len(line) > _SHOWN_COMMAND:
-            line = f"{shlex.quote(self.command[0])} ... ({len(self.command)} arguments)"
+            line = f"{shell_word(self.command[0])} ... ({len(self.command)} arguments)"
         return f"{KIND} '{self.name}': {line} in {self.workdir}/"
 
     def plan(self, context: PlanContext) -> Plan:
@@ -68,7 +68,7 @@ class Generated:
                 bwrap = find_bwrap(context.programs.lookup())
                 run(self, checkout=context.root, out=out, bwrap=bwrap)
             except ReviewerError as error:
-                reproduce = f"(cd {shlex.quote(self.workdir)} && {shlex.join(self.command)})"
+                reproduce = f"(cd {shell_word(self.workdir)} && {shell_words(self.command)})"
                 # The whole source fails (`*/*`): its object sets are unknown on this side.
                 failure = RenderedRelease(
                     id=ReleaseId(self.name, WHOLE_DEPLOYMENT, WHOLE_DEPLOYMENT),
