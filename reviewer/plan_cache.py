@@ -220,7 +220,9 @@ class SidePlans:
 
 def _digest(*parts: str) -> str:
     # Go templates render with the Helm SDK compiled in: another one may plan otherwise.
-    return hashlib.sha256("\0\0".join((_engine(), *parts)).encode()).hexdigest()
+    # surrogateescape: a file name that is not UTF-8 (git allows any bytes) hashes as its bytes.
+    text = "\0\0".join((_engine(), *parts))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 @functools.cache

@@ -168,6 +168,34 @@ def test_ci_reviews_the_merge_commit_and_publishes_everything(
     assert TOKEN not in err
 
 
+def test_ci_posts_the_review_of_a_cluster_whose_name_is_not_utf8(
+    tmp_path: Path, fake: FakeGitHub, bot: User, git_repo: GitRepo
+) -> None:
+    """git keeps any bytes in a name: the comment, the status and the artifact show the
+    byte as an escape (GitHub's API takes only Unicode text)."""
+    fleet(git_repo)
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    cluster = os.fsencode(git_repo.root / "deployments/prod") + b"/us\xfe"
+    os.makedirs(cluster + b"/apps")
+    open(cluster + b"/apps/.keep", "wb").close()
+    with open(cluster + b"/cluster.values.yaml", "wb") as file:
+        file.write(b"where: us\n")
+    head = git_repo.commit("a cluster named in Latin-1")
+    git(git_repo.root, "checkout", "--quiet", "--detach", "main")
+    git(git_repo.root, "merge", "--quiet", "--no-ff", "-m", "Merge feature", head)
+    target = git(git_repo.root, "rev-parse", "HEAD^1")
+    pull = PullRepo(git_repo, target, target, head, git(git_repo.root, "rev-parse", "HEAD"))
+    status, _, err = run_ci(
+        ci.CiArgs(repo=pull.root, output_dir=tmp_path / "report"), actions_env(tmp_path, fake, pull)
+    )
+    assert status is ExitStatus.OK, err
+    (posted,) = fake.comments(PR)
+    assert "prod/us\\udcfe" in posted.body
+    assert outputs(tmp_path / "output.txt")["added"] == "1"
+    artifact = github_event.read_artifact(tmp_path / "report")
+    assert (artifact.number, artifact.head_sha) == (PR, pull.head)
+
+
 def test_ci_rerun_edits_the_same_comment(
     tmp_path: Path, fake: FakeGitHub, bot: User, pull: PullRepo
 ) -> None:

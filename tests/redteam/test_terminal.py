@@ -190,3 +190,38 @@ def test_values_printed_with_escapes_still_load_as_the_same_values(git_repo: Git
         printed = done.stdout.decode("utf-8")
         assert _unprintable(printed) == set()
         assert yamlio.load_mapping(printed, source="values")["where"] == f"e{_REORDER}u"
+
+
+def test_file_names_that_are_not_utf8_are_reviewed_and_shown_escaped(
+    git_repo: GitRepo,
+) -> None:
+    """git keeps any bytes in a name. A pull request adding such a file anywhere (here a
+    top-level file and a new cluster) once crashed every review: the plan cache hashed
+    the side's file names as UTF-8."""
+    git_repo.write("deployments/apps/web/deployment.yaml", "apps: [{template: app}]\n")
+    git_repo.write("deployments/prod/eu/cluster.values.yaml", "where: eu\n")
+    git_repo.write("deployments/prod/eu/apps/.keep", "")
+    git_repo.commit("fleet")
+    git(git_repo.root, "checkout", "--quiet", "-b", "feature")
+    root = os.fsencode(git_repo.root)
+    for name in (b"README-\xff.md", b"deployments/prod/us\xfe/cluster.values.yaml"):
+        os.makedirs(os.path.dirname(root + b"/" + name), exist_ok=True)
+        with open(root + b"/" + name, "wb") as file:
+            file.write(b"where: us\n")
+    os.makedirs(root + b"/deployments/prod/us\xfe/apps")
+    open(root + b"/deployments/prod/us\xfe/apps/.keep", "wb").close()
+    git_repo.commit("names that are not UTF-8")
+    command = [sys.executable, "-m", "reviewer", "diff", "--base", "main", "-j1"]
+    for head in (["--head", "feature"], []):  # committed, and the working tree
+        for output_format in ("text", "markdown"):
+            done = subprocess.run(
+                [*command, *head, "--format", output_format],
+                cwd=git_repo.root,
+                capture_output=True,
+                env=_environment(),
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr.decode()
+            shown = done.stdout.decode("utf-8")
+            assert "prod/us\\udcfe/web/app" in shown
+            assert _unprintable(shown) <= {"\u2060"}
