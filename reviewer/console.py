@@ -131,7 +131,9 @@ class Console:
             self.write(f"{line}\n")
             return
         token = self.commands_token
-        self.write(Shown(f"::{token}::\n{self.shown(line, 'output')}\n::stop-commands::{token}\n"))
+        self.check(line, "output")
+        # One line, whatever it quotes: the runner takes the commands only on this line.
+        self.write(Shown(f"::{token}::\n{visible(line)}\n::stop-commands::{token}\n"))
 
     def page(self, text: str) -> None:
         """Show a long result through the pager on a terminal, else write it as it is."""

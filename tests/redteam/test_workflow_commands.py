@@ -96,3 +96,19 @@ def test_our_own_notices_still_reach_the_runner() -> None:
     lines = [*errors.getvalue().splitlines()[:1], *out.getvalue().splitlines()]
     lines.append(errors.getvalue().splitlines()[-1])
     assert _commands(lines) == [lines[0], "::notice title=reviewer::#12 is closed", lines[0]]
+
+
+def test_our_notice_stays_one_line_whatever_it_quotes() -> None:
+    """A notice naming a pull request's branch or file: a line feed in it must not give
+    the runner a second command while commands are resumed for that one line."""
+    out, errors = io.StringIO(), io.StringIO()
+    with stopping_workflow_commands({"GITHUB_ACTIONS": "true"}, errors) as token:
+        Console(out=out, err=errors, commands_token=token).workflow_command(
+            f"::notice title=reviewer::branch {_INJECTED}"
+        )
+    lines = [errors.getvalue().splitlines()[0], *out.getvalue().splitlines()]
+    assert _commands(lines) == [
+        lines[0],
+        "::notice title=reviewer::branch \\n::error title=injected::from a directory name",
+        lines[0],
+    ]
