@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
 import click
 
@@ -55,6 +55,8 @@ T = TypeVar("T")
 
 _CLOSED_OUTPUT = 141
 """Exit status when a reader closes the output early: 128 + SIGPIPE, as git's."""
+_INTERRUPTED = 130
+"""Exit status after Ctrl-C: 128 + SIGINT, as shells report it."""
 
 _SECRETS_MODES = {
     "auto": KeylessMode.FALLBACK,
@@ -939,11 +941,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     # that it costs about a sixth of a large fleet's warm run.
     gc.set_threshold(50_000, 20, 100)
     env = dict(os.environ)
-    with stopping_workflow_commands(env, sys.stderr) as token:
+    out, err = _stream(sys.stdout), _stream(sys.stderr)
+    with stopping_workflow_commands(env, err) as token:
         console = Console(
-            no_color="NO_COLOR" in env, pager=pager_command(env), commands_token=token
+            out=out,
+            err=err,
+            no_color="NO_COLOR" in env or env.get("TERM") == "dumb",
+            pager=pager_command(env),
+            commands_token=token,
         )
         _main(argv, env, console)
+
+
+def _stream(stream: TextIO | None) -> TextIO:
+    """A standard stream fit to write to: one closed by the caller (`>&-`, None in Python)
+    discards what is written, as /dev/null would; one whose encoding cannot spell a
+    character (`PYTHONIOENCODING=ascii`, a Latin-1 locale) shows it as an escape."""
+    if stream is None:
+        return open(os.devnull, "w", encoding="utf-8")  # open for the whole run
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="backslashreplace")
+    return stream
 
 
 def _main(argv: Sequence[str] | None, env: dict[str, str], console: Console) -> None:
@@ -960,9 +978,15 @@ def _main(argv: Sequence[str] | None, env: dict[str, str], console: Console) -> 
         if exc.ctx is not None:
             console.error(exc.ctx.get_usage())
         sys.exit(ExitStatus.USAGE)
-    except click.Abort:
+    except click.Abort as stopped:
+        if isinstance(stopped.__context__, KeyboardInterrupt):  # Ctrl-C: 128 + SIGINT
+            console.error("interrupted")
+            sys.exit(_INTERRUPTED)
         console.error("aborted")
         sys.exit(ExitStatus.USAGE)
+    except KeyboardInterrupt:
+        console.error("interrupted")
+        sys.exit(_INTERRUPTED)
     except UsageProblem as exc:
         console.error(f"error: {exc.render()}")
         sys.exit(ExitStatus.USAGE)

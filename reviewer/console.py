@@ -31,7 +31,10 @@ DEFAULT_PAGER = ("less", "-FRX")
 
 
 def pager_command(environ: Mapping[str, str]) -> tuple[str, ...] | None:
-    """The pager `PAGER` names (default `less -FRX`); None when it is empty, `cat` or missing."""
+    """The pager `PAGER` names (default `less -FRX`); None when it is empty, `cat` or missing,
+    or on a terminal that says it can do nothing (`TERM=dumb`)."""
+    if environ.get("TERM") == "dumb":
+        return None
     given = environ.get("PAGER")
     try:
         words = tuple(shlex.split(given)) if given is not None else DEFAULT_PAGER

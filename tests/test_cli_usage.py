@@ -18,6 +18,7 @@ from conftest import GitRepo, git
 
 from reviewer.cli import main
 from reviewer.commands import render as render_cmd
+from reviewer.console import pager_command
 from reviewer.errors import ExitStatus
 
 APP = "apps: [{template: app}]\n"
@@ -348,3 +349,62 @@ def test_a_full_disk_under_the_report_is_a_lack_of_resources(
     assert code == ExitStatus.NO_RESOURCES
     assert f"{report}: cannot write the report (No space left on device)" in err
     assert "the system refused reviewer disk space" in err
+
+
+# --- streams and signals a caller may hand over ----------------------------------------------
+
+
+def _reviewer(fleet: GitRepo, *redirect: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`reviewer diff` of a changed fleet, run by bash with `redirect` applied to it."""
+    fleet.write("deployments/prod/group.values.yaml", "tier: platinum\n")
+    local = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    command = f"{sys.executable} -m reviewer diff --base main -j1 --no-pager {' '.join(redirect)}"
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=fleet.root,
+        capture_output=True,
+        text=True,
+        env={**local, **env, "TMPDIR": str(fleet.root.parent)},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1", "LC_ALL": "C"}],
+)
+def test_a_stream_that_cannot_spell_the_report_shows_escapes(
+    fleet: GitRepo, environment: dict[str, str]
+) -> None:
+    """reviewer's own arrows (→) and any name outside the stream's encoding once crashed
+    the run; they are shown as escapes instead."""
+    done = _reviewer(fleet, **environment)
+    assert done.returncode == ExitStatus.OK, done.stderr
+    assert "main (" in done.stdout and "\\u2192" in done.stdout
+    assert not list(fleet.root.parent.glob("reviewer-crash-*"))
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-", ">&- 2>&-"])
+def test_a_closed_stream_is_written_to_as_to_dev_null(fleet: GitRepo, redirect: str) -> None:
+    done = _reviewer(fleet, redirect)
+    assert done.returncode == ExitStatus.OK, done.stderr
+    assert not list(fleet.root.parent.glob("reviewer-crash-*"))
+    if redirect == "2>&-":
+        assert "platinum" in done.stdout and "error" not in done.stdout
+
+
+def test_ctrl_c_ends_the_run_with_128_plus_sigint(
+    fleet: GitRepo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(render_cmd, "run", interrupted)
+    code, _, err = run(["render", str(fleet.root), "-o", str(fleet.root.parent / "o")], capsys)
+    assert code == 130
+    assert "interrupted" in err and "bug" not in err
+
+
+def test_a_dumb_terminal_gets_no_pager() -> None:
+    assert pager_command({"TERM": "dumb", "PAGER": "less"}) is None
+    assert pager_command({"TERM": "xterm", "PAGER": "less"}) is not None
