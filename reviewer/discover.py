@@ -217,7 +217,14 @@ def _subdirectories(directory: Path) -> list[Path]:
 def _directories_in(directory: Path) -> list[str]:
     """Names of the directories (or links to one, as `Path.is_dir`) in `directory`, sorted."""
     with os.scandir(directory) as entries:
-        return sorted(entry.name for entry in entries if entry.is_dir())
+        return sorted(entry.name for entry in entries if _is_directory(entry))
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a loop of links (ELOOP) is no directory, and no reason to stop
+        return False
 
 
 def _relative(root: Path, path: Path) -> str:

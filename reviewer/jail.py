@@ -10,6 +10,7 @@ checked entry by entry before anything extracts or loads them (see `archive_prob
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import stat
@@ -75,11 +76,24 @@ def _checked(target: Path, real_root: Path, source: str) -> Path:
 
 def read_text(root: Path, source: str) -> str:
     """The UTF-8 text of the repo-relative file `source`, read only if it passes the jail."""
-    path = resolve_file(root, source)
+    return read_file_text(resolve_file(root, source), source)
+
+
+# What the system runs short of: the run stops (reviewer/cli.py), no file is to blame.
+_SHORTAGES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT})
+
+
+def read_file_text(path: Path, source: str) -> str:
+    """The UTF-8 text of `path`; a file that cannot be read (a loop of links, a link to
+    nothing, a directory) is a `ConfigError` naming `source`."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ConfigError(source, "not UTF-8 text") from None
+    except OSError as error:
+        if error.errno in _SHORTAGES:
+            raise
+        raise ConfigError(source, f"cannot be read ({error.strerror or error})") from None
 
 
 def check_tree(root: Path, directory: Path, *, archives: bool = False) -> None:

@@ -341,12 +341,21 @@ def combine(layers: Iterable[Layer]) -> Values:
 
 
 def _files_in(directory: Path) -> frozenset[str]:
-    """Names of the files in `directory` (symlinks followed, as `Path.is_file` does)."""
+    """Names of the files in `directory` (symlinks followed, as `Path.is_file` does), and of
+    links that lead nowhere: reading one then fails naming it, where counting it absent
+    would drop its values without a word."""
     try:
         with os.scandir(directory) as entries:
-            return frozenset(entry.name for entry in entries if entry.is_file())
+            return frozenset(entry.name for entry in entries if _file_or_broken_link(entry))
     except OSError:
         return frozenset()
+
+
+def _file_or_broken_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file() or (entry.is_symlink() and not entry.is_dir())
+    except OSError:  # a loop of links (ELOOP): one entry, not the whole listing
+        return True
 
 
 def _hierarchy_lookup(cluster: Cluster, deployment: DeploymentDir) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ import helm_python
 from ruamel.yaml import YAML
 from ruamel.yaml.representer import SafeRepresenter
 
-from reviewer import yamlemit
+from reviewer import jail, yamlemit
 from reviewer.errors import ConfigError
 from reviewer.limits import MAX_DEPTH, too_deep
 from reviewer.visible import visible
@@ -171,10 +171,7 @@ def load_mapping(text: str, *, source: str) -> dict[str, Any]:
 
 def read_text(path: Path, *, source: str) -> str:
     """Read a UTF-8 text file; `source` is the name shown in errors."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(source, "not UTF-8 text") from None
+    return jail.read_file_text(path, source)
 
 
 def read_mapping(path: Path, *, source: str) -> dict[str, Any]:

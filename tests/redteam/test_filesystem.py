@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from conftest import Repo
 
 from reviewer.model import Snapshot
@@ -107,3 +108,38 @@ def test_group_values_file_symlinked_outside_is_refused(repo: Repo, tmp_path: Pa
     snapshot = repo.render()
     assert "deployments/g/group.values.yaml" in _errors(snapshot)
     assert "group-outside-text" not in _text(snapshot)
+
+
+def _loop(directory: Path, first: str, second: str) -> None:
+    os.symlink(second, directory / first)
+    os.symlink(first, directory / second)
+
+
+def test_a_loop_of_links_beside_the_values_drops_nothing(repo: Repo) -> None:
+    """Two links pointing at each other in a cluster and a deployment directory once ended
+    the run ("this is a bug"), or hid the deployment's own values without a word."""
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    repo.write("deployments/g/c/apps/d/values.yaml", "kept: deployment-value\n")
+    _loop(repo.root / "deployments/g/c", "loop-a", "loop-b")
+    _loop(repo.root / "deployments/g/c/apps/d", "loop-a", "loop-b")
+    snapshot = repo.render()
+    assert _errors(snapshot) == ""
+    assert "deployment-value" in _text(snapshot)
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"), [("values.yaml", "Too many levels"), ("gone.yaml", "No such file")]
+)
+def test_a_values_file_that_leads_nowhere_fails_its_deployment_naming_it(
+    repo: Repo, target: str, reason: str
+) -> None:
+    """A values file that is a link to itself or to nothing is not "no values file"."""
+    repo.write(DEPLOYMENT, "apps: [{template: app}]\n")
+    repo.write("deployments/g/c/apps/other/deployment.yaml", "apps: [{template: app}]\n")
+    os.symlink(target, repo.root / "deployments/g/c/apps/d/values.yaml")
+    snapshot = repo.render()
+    failed = [r for r in snapshot.releases if r.error]
+    assert [r.id.deployment for r in failed] == ["d"]
+    assert "deployments/g/c/apps/d/values.yaml: cannot be read" in _errors(snapshot)
+    assert reason in _errors(snapshot)
+    assert any(r.id.deployment == "other" and r.resources for r in snapshot.releases)
