@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from reviewer import yamlio
+from reviewer import decode, yamlio
 
 # `<chart>/crds/x.yaml` or `<chart>/charts/<sub>/crds/x.yaml`; a templated
 # `templates/crds/x.yaml` is an ordinary template.
@@ -64,15 +64,20 @@ class Resource:
 
     @classmethod
     def from_body(cls, body: dict[str, Any], *, source: str = "") -> Resource:
-        """Build a resource from a parsed manifest; the body is normalized."""
-        api_version = str(body.get("apiVersion", ""))
+        """Build a resource from a parsed manifest; the body is normalized. Identity fields
+        of the wrong type (`metadata: 5`, `kind: [Service]`) are a `ConfigError` naming
+        `source`: Kubernetes refuses such an object too."""
+        at = decode.Field(source or "object")
         metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise at.key("metadata").error("must be a map")
+        api_version = _identity(body, "apiVersion", at)
         group = api_version.rpartition("/")[0] if "/" in api_version else ""
         key = ResourceKey(
             group=group,
-            kind=str(body.get("kind", "")),
-            namespace=str(metadata.get("namespace") or ""),
-            name=str(metadata.get("name") or ""),
+            kind=_identity(body, "kind", at),
+            namespace=_identity(metadata, "namespace", at.key("metadata")),
+            name=_identity(metadata, "name", at.key("metadata")),
         )
         return cls(key=key, api_version=api_version, body=yamlio.normalize(body), source=source)
 
@@ -84,6 +89,11 @@ class Resource:
     def text(self) -> str:
         """The normalized YAML of this object."""
         return yamlio.dump(self.body)
+
+
+def _identity(fields: dict[str, Any], name: str, at: decode.Field) -> str:
+    value = fields.get(name)
+    return "" if value is None else decode.string(value, at.key(name))
 
 
 @dataclass(frozen=True)

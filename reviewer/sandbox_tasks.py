@@ -45,6 +45,12 @@ class Handler:
             return _failed(task, "rendering ran out of memory (limits.memoryMiB)")
         except RecursionError:
             return _failed(task, "rendered output nests too deeply")
+        except Exception as error:
+            # Only the type: the message may quote a value. A child that died instead would
+            # be reported as having hit the memory limit.
+            return _failed(
+                task, f"internal error while rendering (a bug in reviewer: {type(error).__name__})"
+            )
 
     def _render(self, request: RenderRequest, output_mib: int) -> Outcome:
         try:

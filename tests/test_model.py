@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from reviewer.errors import ConfigError
 from reviewer.model import ReleaseId, RenderedRelease, Resource, ResourceKey, Snapshot
 
 
@@ -44,3 +45,25 @@ def test_rendered_data_cannot_be_changed_after_it_is_built() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         snapshot.warnings = ("late",)  # type: ignore[misc]
     assert (release.status, snapshot.failed) == ("rendered", [])
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "expected"),
+    [
+        ({"kind": "Service", "metadata": 5}, "metadata", "a map"),
+        ({"kind": ["Service"], "metadata": {"name": "x"}}, "kind", "a string"),
+        ({"apiVersion": 1, "kind": "Service"}, "apiVersion", "a string"),
+        ({"kind": "Service", "metadata": {"name": {"a": "s3cr3t"}}}, "metadata.name", "a string"),
+        ({"kind": "Service", "metadata": {"namespace": ["x"]}}, "metadata.namespace", "a string"),
+    ],
+)
+def test_an_object_whose_identity_has_the_wrong_type_is_refused_naming_the_field(
+    body: dict[str, object], field: str, expected: str
+) -> None:
+    """Kubernetes refuses such an object; reviewer once crashed on `metadata: 5` and showed
+    Python's spelling of a list (`['Service'] x`) as a kind."""
+    with pytest.raises(ConfigError) as refused:
+        Resource.from_body(body, source="shop/web/service.yaml")
+    message = refused.value.render()
+    assert message == f"shop/web/service.yaml: {field}: must be {expected}"
+    assert "s3cr3t" not in message

@@ -13,9 +13,11 @@ import helm_python
 import pytest
 from conftest import Repo, release
 
+from reviewer import sandbox_tasks
 from reviewer.cli import main
-from reviewer.engine import find_helm
+from reviewer.engine import RenderRequest, find_helm
 from reviewer.errors import ExitStatus
+from reviewer.sandbox import Task
 
 WEB_CHART = {
     "Chart.yaml": (
@@ -325,3 +327,37 @@ def test_unreachable_repository_fails_only_its_release(repo: Repo, tmp_path: Pat
     assert index["app"]["status"] == "rendered"
     assert index["remote"]["status"] == "error"
     assert "chart 'gone/thing': repository unreachable" in index["remote"]["error"]
+
+
+def test_a_template_rendering_a_malformed_object_fails_its_release_saying_why(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """`metadata: 5` from a chart once killed the render child (tracebacks on stderr) and
+    the releases were reported as over the memory limit."""
+    repo.write("charts/dump/templates/bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: 5\n")
+    repo.write("deployments/c/apps/a/deployment.yaml", "apps: [{template: app}]\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "reviewer", "render", str(repo.root), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == ExitStatus.RENDER_FAILED
+    assert "dump/templates/bad.yaml: metadata: must be a map" in done.stderr
+    assert "Traceback" not in done.stderr and "memory" not in done.stderr
+
+
+def test_an_unexpected_error_in_the_render_child_is_reported_as_a_bug_of_that_release(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not as a dead child (which reads as "over the memory limit"), and without the
+    error's text, which may quote a value."""
+
+    def broken(rendered: dict[str, str]) -> list[object]:
+        raise AttributeError(f"'int' object has no attribute 'get' ({sorted(rendered)})")
+
+    monkeypatch.setattr(sandbox_tasks, "manifests", broken)
+    handler = sandbox_tasks.Handler("embedded", None)
+    request = RenderRequest(chart=repo.root / "charts/dump", values={}, release="r", namespace="n")
+    outcome = handler.handle(Task("render", (request, 64)))
+    assert outcome.error == "internal error while rendering (a bug in reviewer: AttributeError)"
