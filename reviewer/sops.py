@@ -304,6 +304,11 @@ class SopsDecoder:
         command = proc.Command(
             proc.argv(
                 self._binary,
+                # Decrypting needs no creation rules: without this, sops reads the nearest
+                # `.sops.yaml` above the working directory (the user's checkout, either side
+                # of the review), and a broken one there failed every file of both sides.
+                "--config",
+                os.devnull,
                 "--decrypt",
                 *flags,
                 "--input-type",

@@ -184,6 +184,20 @@ def test_fixture_decrypts_to_expected_values(
     assert values == _load_plain(FIXTURES / plain_name)
 
 
+def test_a_sops_config_where_reviewer_runs_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sops reads the nearest `.sops.yaml` above its working directory: the user's checkout,
+    whichever side a pull request changed. Decrypting needs no creation rules, so a broken
+    (or any) one there must not fail the files of both sides."""
+    (tmp_path / ".sops.yaml").write_text("creation_rules: 5\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    plain_name, key_file = CASES["flux_algorithms_age.yaml"]
+    use_key_file(monkeypatch, FIXTURES / key_file)
+    values = sops_decoder().decrypt(FIXTURES / "flux_algorithms_age.yaml", source="age.yaml")
+    assert values == _load_plain(FIXTURES / plain_name)
+
+
 def test_json_types_survive_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_key_file(monkeypatch, FIXTURES / "rops.key")
     values = sops_decoder().decrypt(_fixture("rops_example.yaml", tmp_path), source="example")
@@ -412,7 +426,15 @@ def test_decrypt_command_is_reproducible(runs: list[proc.Command]) -> None:
     with pytest.raises(SopsError):
         sops_decoder().decrypt(FIXTURES / "flux_algorithms_age.yaml", source="x.yaml")
     (command,) = runs
-    assert command.argv[1:-1] == ("--decrypt", "--input-type", "yaml", "--output-type", "json")
+    assert command.argv[1:-1] == (
+        "--config",
+        os.devnull,
+        "--decrypt",
+        "--input-type",
+        "yaml",
+        "--output-type",
+        "json",
+    )
     assert command.argv[-1] == str(FIXTURES / "flux_algorithms_age.yaml")
 
 
