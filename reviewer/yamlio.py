@@ -37,6 +37,20 @@ _TOO_DEEP = f"nested deeper than the depth limit of {MAX_DEPTH} levels"
 # spans by searching for `\n---` and widening over the whitespace around it.
 _GO_SPACE = frozenset("\t\n\f\r ")
 _LINE = re.compile(r"line (\d+): (.*)")
+# Characters YAML does not allow in a stream. Helm's reader stops at a NUL without a word
+# (the rest of the file would be dropped) and refuses the others without saying where.
+_NOT_YAML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f\ufffe\uffff]")
+# Why Helm's reader refused a document, in its fixed words (its other messages may quote
+# the document, which may hold a secret rendered into it): what we say instead.
+_REASONS = (
+    ("unsupported value: NaN", "NaN is not allowed (values are JSON, which has no NaN)"),
+    ("unsupported value: +Inf", "an infinity is not allowed (values are JSON, which has none)"),
+    ("unsupported value: -Inf", "an infinity is not allowed (values are JSON, which has none)"),
+    ("value contains itself", "an alias refers to the anchor it is in"),
+    ("map merge requires", "a merge key (<<) takes a map or a list of maps"),
+    ("!!binary value contains invalid base64", "a !!binary value is not base64"),
+    ("excessive aliasing", "too many aliases (each expands the document again)"),
+)
 # Strings a YAML 1.1 reader (kubectl, Helm) would take for booleans: quote them.
 _YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
 
@@ -55,7 +69,8 @@ def _failure(detail: str, first_line: int) -> _ParseFailure:
         return _ParseFailure("expected a mapping at the top level", first_line)
     found = _LINE.search(detail)
     if found is None:
-        return _ParseFailure("malformed YAML", None)
+        reason = next((said for words, said in _REASONS if words in detail), None)
+        return _ParseFailure(f"malformed YAML: {reason}" if reason else "malformed YAML", None)
     line = int(found.group(1)) + first_line - 1
     return _ParseFailure(f"malformed YAML: {found.group(2).strip()}", line)
 
@@ -78,7 +93,16 @@ def _parse_document(text: str, first_line: int) -> dict[str, Any]:
 # Fleets read the same files (global values, templates) once per deployment and
 # per side; parsing each distinct text once is most of the planning time saved.
 # Callers treat the returned documents as read-only.
+def _check_characters(text: str) -> None:
+    stray = _NOT_YAML.search(text)
+    if stray is not None:
+        line = text.count("\n", 0, stray.start()) + 1
+        problem = f"holds the control character {visible(stray.group())}, which YAML does not allow"
+        raise _ParseFailure(problem, line)
+
+
 def _parse_stream(text: str) -> tuple[dict[str, Any], ...]:
+    _check_characters(text)
     documents: list[dict[str, Any]] = []
     start = 0
     line = 1
@@ -155,6 +179,7 @@ def _skip_space(text: str, index: int) -> int:
 def load_manifests(text: str, *, source: str) -> list[dict[str, Any]]:
     """Parse rendered template output as Helm does; documents holding only comments go."""
     try:
+        _check_characters(text)
         parsed = (_parse_document(chunk, line) for line, chunk in split_manifests(text))
         return [document for document in parsed if document]
     except _ParseFailure as failure:

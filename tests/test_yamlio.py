@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,38 @@ def test_a_parse_error_names_the_line_in_the_whole_stream_but_no_content() -> No
         yamlio.load_documents(text, source="s.yaml", cache=False)
     assert failure.value.line is not None and failure.value.line >= 4
     assert failure.value.file == f"s.yaml:{failure.value.line}"
+    assert "secret-value" not in failure.value.render()
+
+
+@pytest.mark.parametrize("load", [yamlio.load_mapping, yamlio.load_manifests])
+@pytest.mark.parametrize("stray", ["\x00", "\x01", "\x7f", "\x9b", "\ufffe"])
+def test_a_control_character_is_refused_naming_its_line(
+    load: Callable[..., object], stray: str
+) -> None:
+    """Helm's reader stopped at a NUL without a word, dropping the rest of the file."""
+    text = f"kind: ConfigMap\nmetadata: {{name: a}}\n{stray}\ndata: {{hidden: secret-value}}\n"
+    with pytest.raises(ConfigError) as failure:
+        load(text, source="v.yaml")
+    message = failure.value.render()
+    assert message == (
+        f"v.yaml:3: holds the control character \\u{ord(stray):04x}, which YAML does not allow"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("y: .nan\n", "NaN is not allowed"),
+        ("z: -.inf\n", "an infinity is not allowed"),
+        ("a: &a [secret-value, *a]\n", "an alias refers to the anchor it is in"),
+        ("b: &b {x: 1}\nm:\n  <<: [*b, 5]\n", "a merge key (<<) takes a map or a list of maps"),
+        ("a: !!binary secret-value\n", "a !!binary value is not base64"),
+    ],
+)
+def test_a_malformed_document_says_why_in_its_own_words(text: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as failure:
+        yamlio.load_mapping(text, source="v.yaml")
+    assert failure.value.render().startswith(f"v.yaml: malformed YAML: {reason}")
     assert "secret-value" not in failure.value.render()
 
 
