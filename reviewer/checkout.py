@@ -18,6 +18,7 @@ from pathlib import Path
 from reviewer import proc
 from reviewer.errors import CommandError, ReviewerError
 from reviewer.proc import ISOLATED_GIT
+from reviewer.visible import shell_word
 
 # Fixed identity and dates so the synthetic merge commit never depends on the user's config.
 _MERGE_ENV = {
@@ -59,32 +60,69 @@ class Sides:
     warnings: tuple[str, ...] = ()
 
 
+# The user's hooks (post-checkout of git-lfs or husky, say) are not ours to run: checking
+# out a side is no checkout of theirs. A sparse checkout's patterns are the user's view of
+# their working tree: a side checked out with them would miss files, read as deleted.
+_OWN_GIT = ("-c", "core.hooksPath=/dev/null", "-c", "core.sparseCheckout=false")
+
+
 def git(
     repo: Path, *args: str, ok_codes: tuple[int, ...] = (0,), env: Mapping[str, str] = ISOLATED_GIT
 ) -> proc.Completed:
     """Run git in `repo` through the one subprocess chokepoint, seeing only `env`."""
-    command = proc.Command(proc.argv("git", "-C", repo, *args), env=env, ok_codes=ok_codes)
-    return proc.run(command)
-
-
-def _out(repo: Path, *args: str, env: Mapping[str, str] = ISOLATED_GIT) -> str:
-    return git(repo, *args, env=env).stdout.decode().strip()
+    argv = proc.argv("git", *_OWN_GIT, "-C", repo, *args)
+    return proc.run(proc.Command(argv, env=env, ok_codes=ok_codes))
 
 
 def resolve(repo: Path, ref: str, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     """The commit SHA a ref names; a clear error when it names nothing."""
-    try:
-        return _out(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", env=env)
-    except CommandError:
-        raise ReviewerError(f"git ref '{ref}' does not name a commit in {repo}") from None
+    found = git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}", ok_codes=(0, 1, 128), env=env)
+    # git picks one of an ambiguous name's meanings (a tag over a branch) and only warns.
+    if "ambiguous" in found.stderr.decode("utf-8", "replace"):
+        raise ReviewerError(f"git ref '{ref}' is ambiguous in {repo}", hint=_AMBIGUOUS)
+    if found.returncode == 0:
+        return found.stdout.decode().strip()
+    hint = _SHALLOW if _shallow(repo, env) else "a branch, tag or commit (`git log` lists them)"
+    raise ReviewerError(f"git ref '{ref}' does not name a commit in {repo}", hint=hint)
+
+
+_AMBIGUOUS = "name it in full: a longer commit id, or refs/heads/NAME or refs/tags/NAME"
+_SHALLOW = (
+    "this clone is shallow (part of the history only): fetch what is missing, e.g. "
+    "`git fetch --unshallow` or `git fetch origin main`; in GitHub Actions give "
+    "actions/checkout `fetch-depth: 0`"
+)
+
+
+def _shallow(repo: Path, env: Mapping[str, str]) -> bool:
+    found = git(repo, "rev-parse", "--is-shallow-repository", ok_codes=(0, 128), env=env)
+    return found.stdout.decode().strip() == "true"
 
 
 def toplevel(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> Path:
-    """The root of the git work tree containing `repo`."""
+    """The root of the git work tree containing `repo`; a clear error naming what git
+    said when there is none (git missing, no repository, another user's, a bare one)."""
     try:
-        return Path(_out(repo, "rev-parse", "--show-toplevel", env=env))
-    except CommandError:
-        raise ReviewerError(f"{repo} is not inside a git repository") from None
+        found = git(repo, "rev-parse", "--show-toplevel", ok_codes=(0, 128), env=env)
+    except CommandError:  # no git to run
+        raise ReviewerError(
+            "git is needed and was not found", hint="install git (Debian: apt-get install git)"
+        ) from None
+    if found.returncode == 0:
+        return Path(found.stdout.decode().strip())
+    said = found.stderr.decode("utf-8", "replace")
+    if "dubious ownership" in said:
+        raise ReviewerError(
+            f"git refuses {repo}: the repository belongs to another user",
+            hint="if you trust it: git config --global --add safe.directory "
+            + shell_word(str(repo)),
+        )
+    if "must be run in a work tree" in said:
+        raise ReviewerError(
+            f"{repo} is a bare repository: reviewer needs a work tree",
+            hint="clone it and run there",
+        )
+    raise ReviewerError(f"{repo} is not inside a git repository")
 
 
 def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
@@ -104,7 +142,12 @@ def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
 
 def default_base(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     """Merge base of HEAD with the upstream default branch (origin/HEAD, upstream, main, master)."""
-    return _out(repo, "merge-base", "HEAD", default_upstream(repo, env=env), env=env)
+    upstream = default_upstream(repo, env=env)
+    found = git(repo, "merge-base", "HEAD", upstream, ok_codes=(0, 1, 128), env=env)
+    if found.returncode == 0:
+        return found.stdout.decode().strip()
+    hint = _SHALLOW if _shallow(repo, env) else f"pass --base REF (for example --base {upstream})"
+    raise ReviewerError(f"HEAD and {upstream} have no common commit in {repo}", hint=hint)
 
 
 def default_upstream(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
@@ -205,11 +248,31 @@ def _head_side(
     check_out: Checkout,
 ) -> Side:
     if head is None:
+        _refuse_sparse(top, env)
         root = top / inner
         branch = _branch(top, env)
         return Side("head", root, "working tree", None, branch, ignored_paths(root, env=env))
     sha = resolve(top, head, env=env)
     return Side("head", stack.enter_context(check_out(top, sha, "head")) / inner, head, sha)
+
+
+def _refuse_sparse(top: Path, env: Mapping[str, str]) -> None:
+    """A sparse working tree lacks the files outside its patterns: they would read as
+    deleted, and every release built from them as removed."""
+    found = proc.run(
+        proc.Command(
+            proc.argv("git", "-C", top, "config", "--bool", "core.sparseCheckout"),
+            env=env,
+            ok_codes=(0, 1),
+        )
+    )
+    if found.stdout.decode().strip() == "true":
+        raise ReviewerError(
+            f"the working tree of {top} is a sparse checkout: the files outside it would "
+            "read as deleted",
+            hint="review the commit instead (--head HEAD checks it out in full), "
+            "or `git sparse-checkout disable`",
+        )
 
 
 def ignored_paths(root: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from reviewer.checkout import git_sides
 from reviewer.errors import ReviewerError
+from reviewer.proc import ISOLATED_GIT
 
 
 def sh(repo: Path, *args: str) -> str:
@@ -118,3 +120,88 @@ def test_default_base_uses_main_when_no_remote(repo_dir: Path) -> None:
     branch(repo_dir, "feature", {"a.txt": "feature\n"})
     with git_sides(repo_dir, base=None, head=None, merge=False) as sides:
         assert sides.base.sha == first
+
+
+# --- repositories as users and CI hand them over --------------------------------------------
+
+
+def test_a_sparse_working_tree_is_refused_and_its_commits_are_checked_out_in_full(
+    repo_dir: Path,
+) -> None:
+    """Files outside a sparse checkout are not there: compared as they were, every release
+    built from them read as removed (and a side's worktree inherited the patterns)."""
+    (repo_dir / "charts").mkdir()
+    (repo_dir / "charts/web.yaml").write_text("chart\n")
+    sh(repo_dir, "add", ".")
+    sh(repo_dir, "commit", "--quiet", "-m", "chart")
+    branch(repo_dir, "feature", {"a.txt": "feature\n"})
+    sh(repo_dir, "sparse-checkout", "set", "--no-cone", "/a.txt")
+    assert not (repo_dir / "charts").exists()
+    said = _refusal(repo_dir, "main")
+    assert "sparse checkout" in said and "--head HEAD" in said
+    with git_sides(repo_dir, base="main", head="HEAD", merge=True) as sides:
+        for side in (sides.base, sides.head):
+            assert (side.root / "charts/web.yaml").read_text() == "chart\n"
+    assert worktrees(repo_dir) == 1
+
+
+def test_the_users_git_hooks_do_not_run_when_a_side_is_checked_out(repo_dir: Path) -> None:
+    ran = repo_dir.parent / "hook-ran"
+    for hook in ("post-checkout", "reference-transaction"):
+        script = repo_dir / ".git/hooks" / hook
+        script.write_text(f"#!/bin/sh\necho {hook} >> {ran}\n")
+        script.chmod(0o755)
+    head = branch(repo_dir, "feature", {"a.txt": "feature\n"})
+    ran.unlink(missing_ok=True)  # the test's own checkout ran them
+    with git_sides(repo_dir, base="main", head=head, merge=True) as sides:
+        assert (sides.head.root / "a.txt").read_text() == "feature\n"
+    assert not ran.exists()
+
+
+def _refusal(repo: Path, base: str | None, env: dict[str, str] | None = None) -> str:
+    """What reviewer says when it cannot make the sides (git sees `env`, if given)."""
+    with (
+        pytest.raises(ReviewerError) as refused,
+        git_sides(repo, base=base, head=None, merge=False, env=env or ISOLATED_GIT),
+    ):
+        pass
+    return refused.value.render()
+
+
+def test_a_shallow_clone_without_the_commits_says_how_to_fetch_them(
+    repo_dir: Path, tmp_path: Path
+) -> None:
+    """What CI's default checkout (one commit deep) gives: no merge base, no main."""
+    branch(repo_dir, "feature", {"a.txt": "feature\n"})
+    sh(repo_dir, "checkout", "--quiet", "main")
+    (repo_dir / "shared.txt").write_text("two\n")
+    sh(repo_dir, "commit", "--quiet", "-am", "main moves on")
+    for name, options in (("both", "--no-single-branch"), ("one", "--single-branch")):
+        clone = tmp_path / name
+        command = ["git", "clone", "--quiet", "--depth", "1", options, "--branch", "feature"]
+        subprocess.run([*command, repo_dir.as_uri(), clone], check=True)
+        said = _refusal(clone, None if name == "both" else "main")
+        assert "no common commit" in said if name == "both" else "does not name a commit" in said
+        assert "shallow" in said and "fetch-depth: 0" in said
+
+
+def test_an_ambiguous_ref_is_called_ambiguous(repo_dir: Path) -> None:
+    """git would pick the tag and only warn; the user may have meant the branch."""
+    sh(repo_dir, "tag", "twin")
+    sh(repo_dir, "branch", "twin")
+    assert "ambiguous" in _refusal(repo_dir, "twin")
+
+
+def test_without_git_the_message_says_git_is_needed(repo_dir: Path, tmp_path: Path) -> None:
+    said = _refusal(repo_dir, "main", env={"PATH": str(tmp_path / "no-programs-here")})
+    assert "git is needed and was not found" in said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a repository another user's needs root")
+def test_another_users_repository_says_what_git_said_and_how_to_trust_it(repo_dir: Path) -> None:
+    """What a CI container running as root meets in a checkout made by another user."""
+    os.chown(repo_dir, 65534, 65534)
+    for path in repo_dir.rglob("*"):
+        os.lchown(path, 65534, 65534)
+    said = _refusal(repo_dir, "main")
+    assert "belongs to another user" in said and "safe.directory" in said
