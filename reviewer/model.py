@@ -93,7 +93,12 @@ class Resource:
 
 def _identity(fields: dict[str, Any], name: str, at: decode.Field) -> str:
     value = fields.get(name)
+    if isinstance(value, bool):  # `namespace: n` or `on`, unquoted: YAML 1.1, as kubectl reads it
+        raise at.key(name).error("must be a string, not a boolean", hint=_QUOTE_IT)
     return "" if value is None else decode.string(value, at.key(name))
+
+
+_QUOTE_IT = "YAML reads y, n, yes, no, on, off, true and false unquoted as booleans: quote it"
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,7 @@ def test_schema_is_enforced_unless_skipped(
 
 def test_schema_skip_agrees(tmp_path: Path, engines: tuple[EmbeddedEngine, BinaryEngine]) -> None:
     chart = chart_dir(tmp_path, "edge", EDGE_CHART)
-    assert_agree(engines, RenderRequest(chart, {"replicas": 0}, "r", "n", True))
+    assert_agree(engines, RenderRequest(chart, {"replicas": 0}, "r", "ns", True))
 
 
 @pytest.mark.parametrize("engine_index", [0, 1], ids=["embedded", "binary"])
