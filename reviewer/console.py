@@ -24,6 +24,7 @@ from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from reviewer import proc
+from reviewer.errors import ReviewerError
 from reviewer.visible import Shown, continued, visible
 
 DEFAULT_PAGER = ("less", "-FRX")
@@ -108,15 +109,26 @@ class Console:
 
     def info(self, message: str) -> None:
         """A progress or summary line."""
-        self.rich.print(continued(self.shown(message, "log")), markup=False)
+        self._say(message, None)
 
     def error(self, message: str) -> None:
         """A failure line (red on a terminal)."""
-        self.rich.print(continued(self.shown(message, "log")), style="red", markup=False)
+        self._say(message, "red")
 
     def warn(self, message: str) -> None:
         """A warning line (yellow on a terminal)."""
-        self.rich.print(continued(self.shown(message, "log")), style="yellow", markup=False)
+        self._say(message, "yellow")
+
+    def _say(self, message: str, style: str | None) -> None:
+        shown = continued(self.shown(message, "log"))
+        try:
+            self.rich.print(shown, style=style, markup=False)
+        except BrokenPipeError:
+            raise
+        except OSError:
+            # Messages only (a full disk or a failing device behind stderr): the results
+            # still go out, and the exit status still tells how the run ended.
+            return
 
     @property
     def pages(self) -> bool:
@@ -125,7 +137,18 @@ class Console:
 
     def write(self, text: str) -> None:
         """Write a result to standard output."""
-        self.out.write(self.shown(text, "output"))
+        self._put(self.shown(text, "output"))
+
+    def _put(self, shown: str) -> None:
+        try:
+            self.out.write(shown)
+            self.out.flush()  # a full disk shows now, not as an error at exit
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise ReviewerError(
+                f"cannot write the results to standard output ({error.strerror or error})"
+            ) from error
 
     def workflow_command(self, line: str) -> None:
         """Write one workflow command of our own (`::notice ...`), letting the runner see it
@@ -145,7 +168,7 @@ class Console:
             self.out.flush()
             if proc.feed(self.pager, shown):
                 return
-        self.out.write(shown)
+        self._put(shown)
 
 
 @contextmanager

@@ -408,3 +408,15 @@ def test_ctrl_c_ends_the_run_with_128_plus_sigint(
 def test_a_dumb_terminal_gets_no_pager() -> None:
     assert pager_command({"TERM": "dumb", "PAGER": "less"}) is None
     assert pager_command({"TERM": "xterm", "PAGER": "less"}) is not None
+
+
+def test_a_full_device_behind_stderr_loses_messages_not_the_report(fleet: GitRepo) -> None:
+    done = _reviewer(fleet, "2>/dev/full")
+    assert done.returncode == ExitStatus.OK
+    assert "platinum" in done.stdout
+
+
+def test_a_full_device_behind_stdout_is_named(fleet: GitRepo) -> None:
+    done = _reviewer(fleet, ">/dev/full")
+    assert done.returncode == ExitStatus.NO_RESOURCES
+    assert "cannot write the results to standard output (No space left on device)" in done.stderr

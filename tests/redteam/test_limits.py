@@ -47,7 +47,9 @@ def test_endless_loop_is_stopped_at_the_time_limit(repo: Repo) -> None:
     assert "time limit of 3s" in (errors["bad"] or "")
 
 
-def test_huge_allocation_is_stopped_at_the_memory_or_output_limit(repo: Repo) -> None:
+def test_huge_allocation_is_stopped_at_the_memory_or_output_limit(
+    repo: Repo, capfd: pytest.CaptureFixture[str]
+) -> None:
     # The cap is the child's whole address space, and the Go runtime alone reserves well
     # over 1 GiB of it: a cap near that left the good release no room for one more thread
     # or heap arena when the machine was busy. 4 GiB is twice the default every other
@@ -59,6 +61,9 @@ def test_huge_allocation_is_stopped_at_the_memory_or_output_limit(repo: Repo) ->
     assert errors["good"] is None
     assert "limit" in (errors["bad"] or "")
     assert "memory limit of 4096 MiB" in (errors["bad"] or "")
+    # The child's dying words (Go's dump of every goroutine) are not printed.
+    printed = capfd.readouterr()
+    assert "goroutine" not in printed.err + printed.out
 
 
 def test_output_limit(repo: Repo) -> None:
