@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -141,7 +143,25 @@ def _cluster_values_files(directory: Path) -> list[Path]:
     """`directory.rglob(CLUSTER_VALUES)` without entering `apps/` or hidden directories,
     whose matches `_not_clusters` drops anyway: a walk of the levels, not of every
     deployment. Like rglob, it does not descend into symlinked directories."""
-    found: list[Path] = []
+    return [
+        current / entry.name
+        for current, entry in _level_entries(directory)
+        if fnmatch.fnmatchcase(entry.name, CLUSTER_VALUES)
+    ]
+
+
+def _apps_files(directory: Path) -> list[Path]:
+    """Every `apps` below `directory` that is no directory (a file, a link to nothing)."""
+    return [
+        current / entry.name
+        for current, entry in _level_entries(directory)
+        if entry.name == APPS and not _is_directory(entry)
+    ]
+
+
+def _level_entries(directory: Path) -> Iterator[tuple[Path, os.DirEntry[str]]]:
+    """Every entry of `directory` and of the directories below it, neither entering `apps/`
+    nor hidden or symlinked directories."""
     pending = [directory]
     while pending:
         current = pending.pop()
@@ -151,13 +171,11 @@ def _cluster_values_files(directory: Path) -> list[Path]:
         except OSError:
             continue
         for entry in entries:
-            if fnmatch.fnmatchcase(entry.name, CLUSTER_VALUES):
-                found.append(current / entry.name)
+            yield current, entry
             if entry.name == APPS or entry.name.startswith("."):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 pending.append(current / entry.name)
-    return found
 
 
 def discovery_warnings(base_root: Path, head_root: Path, layout: Layout) -> tuple[str, ...]:
@@ -188,6 +206,14 @@ def discovery_warnings(base_root: Path, head_root: Path, layout: Layout) -> tupl
         for directory in head.not_clusters
         if directory not in explained
     )
+    warnings.extend(
+        f"{path} is not a directory, so no deployment is read from it: every release "
+        "it would define is missing on the merge result"
+        for path in sorted(
+            _relative(head_root, found) for found in _apps_files(head_root / layout.definitions)
+        )
+        if posixpath.dirname(path) not in explained
+    )
     return tuple(warnings)
 
 
@@ -195,6 +221,9 @@ def _vanished(head: Fleet, path: str, head_root: Path) -> str:
     directory = head.cluster_dir(path)
     start = f"cluster {path} ({directory}/) exists on the target branch only: "
     end = "; all its releases, global and group ones included, show as removed"
+    apps = head_root / directory / APPS
+    if os.path.lexists(apps) and not apps.is_dir():
+        return start + f"on the merge result its {APPS} is not a directory" + end
     if directory in head.not_clusters:
         return (
             start + f"on the merge result its {APPS}/ directory is gone (git keeps no empty "

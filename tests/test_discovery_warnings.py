@@ -79,3 +79,26 @@ def test_clusters_on_one_side_only_are_named_with_their_directory(
 
 def test_no_warning_when_the_clusters_are_the_same(fleet: GitRepo) -> None:
     assert discovery_warnings(fleet.root, fleet.root, Layout()) == ()
+
+
+def test_an_apps_that_is_a_file_is_named_not_taken_for_a_missing_directory(
+    fleet: GitRepo,
+) -> None:
+    """A group's `apps` made a file dropped its deployments from every cluster without a
+    word, and a cluster's was explained as a directory git had dropped."""
+    fleet.write("deployments/prod/apps/shop/deployment.yaml", APP)
+    fleet.commit("a group deployment")
+    git(fleet.root, "branch", "--quiet", "-f", "main")
+    base = fleet.root.parent / "base"
+    shutil.copytree(fleet.root, base)
+    for directory in ("deployments/prod/apps", "deployments/dev/a/apps"):
+        shutil.rmtree(fleet.root / directory)
+        (fleet.root / directory).write_text("x\n")
+    warnings = discovery_warnings(base, fleet.root, Layout())
+    assert warnings == (
+        "cluster dev/a (deployments/dev/a/) exists on the target branch only: on the merge "
+        "result its apps is not a directory; all its releases, global and group ones "
+        "included, show as removed",
+        "deployments/prod/apps is not a directory, so no deployment is read from it: every "
+        "release it would define is missing on the merge result",
+    )
