@@ -40,6 +40,7 @@ _LINE = re.compile(r"line (\d+): (.*)")
 # Characters YAML does not allow in a stream. Helm's reader stops at a NUL without a word
 # (the rest of the file would be dropped) and refuses the others without saying where.
 _NOT_YAML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f\ufffe\uffff]")
+_CONFLICT = re.compile(r"^<<<<<<< ", re.MULTILINE)
 # Why Helm's reader refused a document, in its fixed words (its other messages may quote
 # the document, which may hold a secret rendered into it): what we say instead.
 _REASONS = (
@@ -101,8 +102,24 @@ def _check_characters(text: str) -> None:
         raise _ParseFailure(problem, line)
 
 
+def _check_conflict(text: str) -> None:
+    """A file left with git's conflict markers that YAML refused: said as such."""
+    marker = _CONFLICT.search(text)
+    if marker is not None:
+        line = text.count("\n", 0, marker.start()) + 1
+        raise _ParseFailure("holds an unresolved merge conflict (<<<<<<< ... >>>>>>>)", line)
+
+
 def _parse_stream(text: str) -> tuple[dict[str, Any], ...]:
     _check_characters(text)
+    try:
+        return _parse_documents(text)
+    except _ParseFailure:
+        _check_conflict(text)  # the likelier reason, when there are markers
+        raise
+
+
+def _parse_documents(text: str) -> tuple[dict[str, Any], ...]:
     documents: list[dict[str, Any]] = []
     start = 0
     line = 1

@@ -69,6 +69,16 @@ def test_a_malformed_document_says_why_in_its_own_words(text: str, reason: str) 
     assert "secret-value" not in failure.value.render()
 
 
+def test_a_file_left_in_a_merge_conflict_is_called_one() -> None:
+    text = "a: 1\n<<<<<<< HEAD\nb: 2\n=======\nb: 3\n>>>>>>> feature\n"
+    with pytest.raises(ConfigError) as failure:
+        yamlio.load_mapping(text, source="v.yaml")
+    assert failure.value.render() == (
+        "v.yaml:2: holds an unresolved merge conflict (<<<<<<< ... >>>>>>>)"
+    )
+    assert yamlio.load_mapping("<<<<<<< x: 1\n", source="v.yaml") == {"<<<<<<< x": 1}
+
+
 def test_a_list_at_the_top_is_not_a_mapping() -> None:
     with pytest.raises(ConfigError, match="mapping"):
         yamlio.load_mapping("- a\n- b\n", source="l.yaml")
