@@ -8,6 +8,7 @@ are never touched.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -77,11 +78,11 @@ def git(
 def resolve(repo: Path, ref: str, *, env: Mapping[str, str] = ISOLATED_GIT) -> str:
     """The commit SHA a ref names; a clear error when it names nothing."""
     found = git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}", ok_codes=(0, 1, 128), env=env)
-    # git picks one of an ambiguous name's meanings (a tag over a branch) and only warns.
-    if "ambiguous" in found.stderr.decode("utf-8", "replace"):
-        raise ReviewerError(f"git ref '{ref}' is ambiguous in {repo}", hint=_AMBIGUOUS)
-    if found.returncode == 0:
+    said = found.stderr.decode("utf-8", "replace")
+    if found.returncode == 0 and not _names_two_refs(repo, ref, said, env):
         return found.stdout.decode().strip()
+    if "ambiguous" in said:  # git picks a tag over a branch of one name, warning only
+        raise ReviewerError(f"git ref '{ref}' is ambiguous in {repo}", hint=_AMBIGUOUS)
     hint = _SHALLOW if _shallow(repo, env) else "a branch, tag or commit (`git log` lists them)"
     raise ReviewerError(f"git ref '{ref}' does not name a commit in {repo}", hint=hint)
 
@@ -94,6 +95,16 @@ _SHALLOW = (
 )
 
 
+def _names_two_refs(repo: Path, ref: str, said: str, env: Mapping[str, str]) -> bool:
+    """Whether `ref` is the name of more than one ref (a tag and a branch, say). git's
+    "ambiguous" warning alone also comes for a name that is a prefix of some object id."""
+    if "ambiguous" not in said:
+        return False
+    places = [f"refs/{kind}/{ref}" for kind in ("heads", "tags", "remotes")]
+    listed = git(repo, "for-each-ref", "--format=%(refname)", *places, env=env)
+    return len({line for line in listed.stdout.decode().splitlines() if line in places}) > 1
+
+
 def _shallow(repo: Path, env: Mapping[str, str]) -> bool:
     found = git(repo, "rev-parse", "--is-shallow-repository", ok_codes=(0, 128), env=env)
     return found.stdout.decode().strip() == "true"
@@ -104,25 +115,31 @@ def toplevel(repo: Path, *, env: Mapping[str, str] = ISOLATED_GIT) -> Path:
     said when there is none (git missing, no repository, another user's, a bare one)."""
     try:
         found = git(repo, "rev-parse", "--show-toplevel", ok_codes=(0, 128), env=env)
-    except CommandError:  # no git to run
+    except CommandError as error:
+        if not error.message.startswith("command not found"):
+            raise
         raise ReviewerError(
             "git is needed and was not found", hint="install git (Debian: apt-get install git)"
         ) from None
     if found.returncode == 0:
         return Path(found.stdout.decode().strip())
     said = found.stderr.decode("utf-8", "replace")
-    if "dubious ownership" in said:
+    owned = _DUBIOUS.search(said)
+    if owned is not None:
         raise ReviewerError(
-            f"git refuses {repo}: the repository belongs to another user",
+            f"git refuses {owned.group(1)}: the repository belongs to another user",
             hint="if you trust it: git config --global --add safe.directory "
-            + shell_word(str(repo)),
+            + shell_word(owned.group(1)),
         )
     if "must be run in a work tree" in said:
         raise ReviewerError(
-            f"{repo} is a bare repository: reviewer needs a work tree",
-            hint="clone it and run there",
+            f"{repo} is not in a work tree (a bare repository, or inside .git)",
+            hint="run reviewer in a clone's working directory",
         )
     raise ReviewerError(f"{repo} is not inside a git repository")
+
+
+_DUBIOUS = re.compile(r"dubious ownership in repository at '([^']*)'")
 
 
 def fleet_root(directory: Path, markers: Sequence[str]) -> Path:
@@ -223,6 +240,8 @@ def git_sides(
     """Check out base and head (or the merge result) for the duration of the block."""
     check_out = checkout or (lambda top, sha, _role: worktree(top, sha, env=env))
     top = toplevel(repo, env=env)
+    if head is None:
+        _refuse_sparse(top, env)  # before any checkout: the answer is no review at all
     inner = repo.resolve().relative_to(top.resolve())
     base_ref = base or f"merge base with {default_upstream(top, env=env)}"
     base_sha = resolve(top, base, env=env) if base else default_base(top, env=env)
@@ -248,7 +267,6 @@ def _head_side(
     check_out: Checkout,
 ) -> Side:
     if head is None:
-        _refuse_sparse(top, env)
         root = top / inner
         branch = _branch(top, env)
         return Side("head", root, "working tree", None, branch, ignored_paths(root, env=env))
@@ -263,7 +281,7 @@ def _refuse_sparse(top: Path, env: Mapping[str, str]) -> None:
         proc.Command(
             proc.argv("git", "-C", top, "config", "--bool", "core.sparseCheckout"),
             env=env,
-            ok_codes=(0, 1),
+            ok_codes=(0, 1, 128),  # 128: a value git cannot read as a boolean, not sparse
         )
     )
     if found.stdout.decode().strip() == "true":

@@ -988,10 +988,10 @@ def _main(argv: Sequence[str] | None, env: dict[str, str], console: Console) -> 
         console.error("interrupted")
         sys.exit(_INTERRUPTED)
     except UsageProblem as exc:
-        console.error(f"error: {exc.render()}")
+        _say_error(console, exc)
         sys.exit(ExitStatus.USAGE)
     except ReviewerError as exc:
-        console.error(f"error: {exc.render()}")
+        _say_error(console, exc)
         # Our own wrapping (`raise ... from None`) keeps the OS's error as the context.
         refused = refused_resource(exc) or refused_resource(exc.__context__)
         sys.exit(ExitStatus.INVALID_REPOSITORY if refused is None else _stopped(console, refused))
@@ -1002,6 +1002,16 @@ def _main(argv: Sequence[str] | None, env: dict[str, str], console: Console) -> 
         if main_thread and previous is not None:  # None: set outside Python, left as is
             signal.signal(signal.SIGTERM, previous)
     sys.exit(ExitStatus.OK)
+
+
+def _say_error(console: Console, error: ReviewerError) -> None:
+    # The hint on a line of its own: inside the message it would be marked as the message's
+    # continuation, as every line feed a pull request may have put into it is.
+    console.error(
+        f"error: {error.file}: {error.message}" if error.file else f"error: {error.message}"
+    )
+    if error.hint:
+        console.error(f"  hint: {error.hint}")
 
 
 def _reader_left() -> int:

@@ -10,6 +10,7 @@ escapes (reviewer/visible.py): only `Shown` text, already escaped, keeps its col
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shlex
 import shutil
@@ -127,8 +128,9 @@ class Console:
             raise
         except OSError:
             # Messages only (a full disk or a failing device behind stderr): the results
-            # still go out, and the exit status still tells how the run ended.
-            return
+            # still go out, and the exit status still tells how the run ended. rich keeps
+            # what it could not write and would try it again with every later message.
+            self.rich.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the run's)
 
     @property
     def pages(self) -> bool:

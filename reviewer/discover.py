@@ -150,13 +150,14 @@ def _cluster_values_files(directory: Path) -> list[Path]:
     ]
 
 
-def _apps_files(directory: Path) -> list[Path]:
-    """Every `apps` below `directory` that is no directory (a file, a link to nothing)."""
-    return [
-        current / entry.name
-        for current, entry in _level_entries(directory)
+def _apps_files(root: Path, layout: Layout) -> list[str]:
+    """Every `apps` of the definitions that is no directory (a file, a link to nothing),
+    relative to `root`, sorted."""
+    return sorted(
+        _relative(root, current / entry.name)
+        for current, entry in _level_entries(root / layout.definitions)
         if entry.name == APPS and not _is_directory(entry)
-    ]
+    )
 
 
 def _level_entries(directory: Path) -> Iterator[tuple[Path, os.DirEntry[str]]]:
@@ -206,13 +207,12 @@ def discovery_warnings(base_root: Path, head_root: Path, layout: Layout) -> tupl
         for directory in head.not_clusters
         if directory not in explained
     )
+    said = explained | set(head.not_clusters) | set(_apps_files(base_root, layout))
     warnings.extend(
         f"{path} is not a directory, so no deployment is read from it: every release "
         "it would define is missing on the merge result"
-        for path in sorted(
-            _relative(head_root, found) for found in _apps_files(head_root / layout.definitions)
-        )
-        if posixpath.dirname(path) not in explained
+        for path in _apps_files(head_root, layout)
+        if path not in said and posixpath.dirname(path) not in said
     )
     return tuple(warnings)
 

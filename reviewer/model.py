@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from reviewer import decode, yamlio
+from reviewer.errors import ConfigError
 
 # `<chart>/crds/x.yaml` or `<chart>/charts/<sub>/crds/x.yaml`; a templated
 # `templates/crds/x.yaml` is an ordinary template.
@@ -67,18 +68,17 @@ class Resource:
         """Build a resource from a parsed manifest; the body is normalized. Identity fields
         of the wrong type (`metadata: 5`, `kind: [Service]`) are a `ConfigError` naming
         `source`: Kubernetes refuses such an object too."""
-        at = decode.Field(source or "object")
         metadata = body.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise at.key("metadata").error("must be a map")
-        api_version = _identity(body, "apiVersion", at)
+        api_version, kind = _unset(body.get("apiVersion")), _unset(body.get("kind"))
+        name = namespace = None
+        if isinstance(metadata, dict):
+            name, namespace = _unset(metadata.get("name")), _unset(metadata.get("namespace"))
+        if not all(type(field) is str for field in (api_version, kind, name, namespace)):
+            raise _identity_error(body, source)  # the checks that name the field, only here
+        assert isinstance(name, str) and isinstance(namespace, str)  # for the type checker
+        assert isinstance(api_version, str) and isinstance(kind, str)
         group = api_version.rpartition("/")[0] if "/" in api_version else ""
-        key = ResourceKey(
-            group=group,
-            kind=_identity(body, "kind", at),
-            namespace=_identity(metadata, "namespace", at.key("metadata")),
-            name=_identity(metadata, "name", at.key("metadata")),
-        )
+        key = ResourceKey(group=group, kind=kind, namespace=namespace, name=name)
         return cls(key=key, api_version=api_version, body=yamlio.normalize(body), source=source)
 
     @property
@@ -91,11 +91,28 @@ class Resource:
         return yamlio.dump(self.body)
 
 
-def _identity(fields: dict[str, Any], name: str, at: decode.Field) -> str:
-    value = fields.get(name)
-    if isinstance(value, bool):  # `namespace: n` or `on`, unquoted: YAML 1.1, as kubectl reads it
-        raise at.key(name).error("must be a string, not a boolean", hint=_QUOTE_IT)
-    return "" if value is None else decode.string(value, at.key(name))
+def _unset(value: object) -> object:
+    return "" if value is None else value
+
+
+def _identity_error(body: dict[str, Any], source: str) -> ConfigError:
+    """The error for the first identity field of `body` with the wrong type."""
+    at = decode.Field(source or "object")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        return at.key("metadata").error("must be a map")
+    for fields, name, where in (
+        (body, "apiVersion", at),
+        (body, "kind", at),
+        (metadata, "namespace", at.key("metadata")),
+        (metadata, "name", at.key("metadata")),
+    ):
+        value = fields.get(name)
+        if isinstance(value, bool):  # `namespace: n` or `on`, unquoted: YAML 1.1, as kubectl
+            return where.key(name).error("must be a string, not a boolean", hint=_QUOTE_IT)
+        if value is not None and not isinstance(value, str):
+            return where.key(name).error("must be a string")
+    raise AssertionError("no field of the wrong type")
 
 
 _QUOTE_IT = "YAML reads y, n, yes, no, on, off, true and false unquoted as booleans: quote it"

@@ -10,8 +10,11 @@ edge (`cli.main`) builds from the environment once.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,13 +207,28 @@ def feed(argv_: Sequence[str], text: str) -> bool:
     except OSError:
         return False
     assert process.stdin is not None
-    try:
-        process.stdin.write(text.encode("utf-8"))
-        process.stdin.close()
-    except BrokenPipeError:
-        pass
-    process.wait()
+    # Ctrl-C in the pager is the pager's (less stops a search with it): as git does,
+    # reviewer waits on, instead of ending and leaving the pager on the terminal.
+    with _ignoring_interrupts():
+        try:
+            process.stdin.write(text.encode("utf-8"))
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        process.wait()
     return True
+
+
+@contextmanager
+def _ignoring_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can set handlers, and only it gets SIGINT
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 ISOLATED_GIT = Programs().git()

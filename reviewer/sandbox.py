@@ -206,18 +206,18 @@ class Sandbox:
 def _serve(conn: Connection, memory: int, engine: str, binary: str | None, scratch: str) -> None:
     """The child: load the engine, cap the address space, then answer tasks until EOF."""
     tempfile.tempdir = scratch
-    # What the Go runtime writes as it dies (a dump of every goroutine when a render runs
-    # out of memory: thousands of lines) is not for the user: the parent says which
-    # release failed and why. Nothing else of the child's is printed either.
-    quiet = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(quiet, 1)
-    os.dup2(quiet, 2)
-    os.close(quiet)
     # The Go runtime reserves address space when the SDK loads; capping after that makes
     # the limit bound what renders allocate, not whether the child can start at all.
     from reviewer import sandbox_tasks
 
     handler = sandbox_tasks.Handler(engine, binary)
+    # From here on, what the Go runtime writes as it dies (a dump of every goroutine when a
+    # render runs out of memory: thousands of lines) is not for the user: the parent says
+    # which release failed and why. A failure to start is still printed above.
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    os.close(quiet)
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     while True:
         try:

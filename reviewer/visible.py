@@ -49,16 +49,14 @@ def _show(char: str, keep_tabs: bool) -> str:
 
 
 def continued(text: str) -> str:
-    """`text` with every line after the first indented deeper than the first: a line feed in
-    a name or message continues its line and never starts one of the report's own."""
+    """`text` with every line after the first marked as its continuation (`  | `, under the
+    first line's indent): a line feed in a name or message can never start a line that
+    looks like one of reviewer's own (`  reproduce: ...`)."""
     first, newline, rest = text.partition("\n")
     if not newline:
         return text
-    indent = " " * (len(first) - len(first.lstrip(" ")) + 2)
-    return first + "".join(
-        "\n" + (line if not line or line.startswith(indent) else indent + line)
-        for line in rest.split("\n")
-    )
+    mark = " " * (len(first) - len(first.lstrip(" ")) + 2) + "| "
+    return first + "".join(f"\n{mark}{line}".rstrip(" ") for line in rest.split("\n"))
 
 
 def shell_words(words: Iterable[str]) -> str:
@@ -86,6 +84,6 @@ def _escaped(char: str) -> str:
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, kept by surrogateescape
         return f"\\x{code - 0xDC00:02x}"
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    # Bytes, not `\\u202e`: bash spells `\\u` in the locale's encoding, which in the C
+    # locale is no character at all, and the command would name something else.
+    return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8"))

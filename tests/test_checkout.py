@@ -192,6 +192,15 @@ def test_an_ambiguous_ref_is_called_ambiguous(repo_dir: Path) -> None:
     assert "ambiguous" in _refusal(repo_dir, "twin")
 
 
+def test_a_name_that_is_also_an_object_id_prefix_is_no_ambiguity(repo_dir: Path) -> None:
+    """git warns "ambiguous" for a branch named like the start of any object id (a tag
+    `cafe` or `2024`); it names one ref all the same."""
+    prefix = sh(repo_dir, "rev-parse", "HEAD:a.txt")[:6]  # a blob's, not a commit's
+    sh(repo_dir, "branch", prefix)
+    with git_sides(repo_dir, base=prefix, head=None, merge=False) as sides:
+        assert sides.base.sha == sh(repo_dir, "rev-parse", "main")
+
+
 def test_without_git_the_message_says_git_is_needed(repo_dir: Path, tmp_path: Path) -> None:
     said = _refusal(repo_dir, "main", env={"PATH": str(tmp_path / "no-programs-here")})
     assert "git is needed and was not found" in said
@@ -200,8 +209,10 @@ def test_without_git_the_message_says_git_is_needed(repo_dir: Path, tmp_path: Pa
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a repository another user's needs root")
 def test_another_users_repository_says_what_git_said_and_how_to_trust_it(repo_dir: Path) -> None:
     """What a CI container running as root meets in a checkout made by another user."""
+    (repo_dir / "sub").mkdir()
     os.chown(repo_dir, 65534, 65534)
     for path in repo_dir.rglob("*"):
         os.lchown(path, 65534, 65534)
-    said = _refusal(repo_dir, "main")
-    assert "belongs to another user" in said and "safe.directory" in said
+    said = _refusal(repo_dir / "sub", "main")  # run from a subdirectory: git wants the top
+    assert "belongs to another user" in said
+    assert said.endswith(f"safe.directory {repo_dir}")

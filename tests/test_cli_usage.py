@@ -4,6 +4,7 @@ a subdirectory, a closed pipe, a settings file to try. Real git repositories, th
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import resource
@@ -18,7 +19,7 @@ from conftest import GitRepo, git
 
 from reviewer.cli import main
 from reviewer.commands import render as render_cmd
-from reviewer.console import pager_command
+from reviewer.console import Console, pager_command
 from reviewer.errors import ExitStatus
 
 APP = "apps: [{template: app}]\n"
@@ -406,8 +407,20 @@ def test_ctrl_c_ends_the_run_with_128_plus_sigint(
 
 
 def test_a_dumb_terminal_gets_no_pager() -> None:
-    assert pager_command({"TERM": "dumb", "PAGER": "less"}) is None
-    assert pager_command({"TERM": "xterm", "PAGER": "less"}) is not None
+    assert pager_command({"TERM": "dumb", "PAGER": "sh"}) is None
+    assert pager_command({"TERM": "xterm", "PAGER": "sh"}) == ("sh",)
+
+
+def test_ctrl_c_in_the_pager_is_the_pagers() -> None:
+    """less takes Ctrl-C (to stop a search); the terminal sends it to reviewer as well,
+    which must wait for the pager rather than end and leave it on the terminal."""
+    pager = ["sh", "-c", "kill -INT $PPID; sleep 0.2; cat >/dev/null; echo paged"]
+    script = f"from reviewer import proc; print(proc.feed({pager!r}, 'report'))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["paged", "True"]
 
 
 def test_a_full_device_behind_stderr_loses_messages_not_the_report(fleet: GitRepo) -> None:
@@ -420,3 +433,24 @@ def test_a_full_device_behind_stdout_is_named(fleet: GitRepo) -> None:
     done = _reviewer(fleet, ">/dev/full")
     assert done.returncode == ExitStatus.NO_RESOURCES
     assert "cannot write the results to standard output (No space left on device)" in done.stderr
+
+
+class _FailingOnce(io.StringIO):
+    """A stream whose first write fails (a full device, freed at once)."""
+
+    failed = False
+
+    def write(self, text: str) -> int:
+        if not self.failed:
+            self.failed = True
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().write(text)
+
+
+def test_a_message_that_could_not_be_written_is_dropped_not_retried() -> None:
+    """rich keeps what it could not write and writes it with the next message."""
+    err = _FailingOnce()
+    console = Console(out=io.StringIO(), err=err)
+    console.info("first")
+    console.info("second")
+    assert "first" not in err.getvalue()

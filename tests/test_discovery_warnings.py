@@ -102,3 +102,5 @@ def test_an_apps_that_is_a_file_is_named_not_taken_for_a_missing_directory(
         "deployments/prod/apps is not a directory, so no deployment is read from it: every "
         "release it would define is missing on the merge result",
     )
+    # Already so on the target branch: nothing the change did.
+    assert discovery_warnings(fleet.root, fleet.root, Layout())[1:] == ()

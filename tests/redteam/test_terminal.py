@@ -27,7 +27,8 @@ _TITLE = "\x1b]0;owned\x07"  # OSC 0: set the window title
 _HIDE = "\x1b[8m"  # SGR 8: conceal what follows
 _OVERWRITE = "\r+ all good"
 _REORDER = "\u202e"  # right-to-left override
-_FORGED = "\n- prod/forged/app [removed]"  # a line of the report's own shape
+# Lines of the report's own shape: a release removed, a reproduce command.
+_FORGED = "\n- prod/forged/app [removed]\n  reproduce: evil"
 _OURS = re.compile(r"\x1b\[(?:0|1|2|31|31;1|32|33|36)m")  # the text report's colours
 
 
@@ -133,10 +134,14 @@ def test_piped_report_and_messages_hold_no_control_characters(git_repo: GitRepo)
 
 
 def _forged(text: str) -> list[str]:
-    """Lines that start with what a directory name wrote after its line feed, where the
-    report's release lines start. (A line feed inside a path or message continues its
-    line, indented; release and object names are shown on one line.)"""
-    return [line for line in text.split("\n") if line.startswith("- prod/forged")]
+    """Lines shaped like reviewer's own that a directory name or a template's message
+    wrote after a line feed (release and object names are shown on one line; a line
+    feed in a path or message continues its line, marked)."""
+    return [
+        line
+        for line in text.split("\n")
+        if line.startswith("- prod/forged") or line.strip().startswith("reproduce: evil")
+    ]
 
 
 def test_markdown_report_reaches_a_terminal_as_it_is_written_to_a_file(
