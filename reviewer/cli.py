@@ -7,6 +7,7 @@ because of the option declarations (names, help texts and defaults are the docum
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import gc
@@ -942,15 +943,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     gc.set_threshold(50_000, 20, 100)
     env = dict(os.environ)
     out, err = _stream(sys.stdout), _stream(sys.stderr)
-    with stopping_workflow_commands(env, err) as token:
-        console = Console(
-            out=out,
-            err=err,
-            no_color="NO_COLOR" in env or env.get("TERM") == "dumb",
-            pager=pager_command(env),
-            commands_token=token,
-        )
-        _main(argv, env, console)
+    try:
+        with stopping_workflow_commands(env, err) as token:
+            console = Console(
+                out=out,
+                err=err,
+                no_color="NO_COLOR" in env or env.get("TERM") == "dumb",
+                pager=pager_command(env),
+                commands_token=token,
+            )
+            _main(argv, env, console)
+    finally:
+        _settle(out, err)
+
+
+def _settle(*streams: TextIO) -> None:
+    """Flush the streams now; what a full or failing device would not take is dropped, so
+    that Python's own flush at exit cannot turn the run's status into 120."""
+    for stream in streams:
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
 
 
 def _stream(stream: TextIO | None) -> TextIO:
