@@ -332,3 +332,15 @@ def test_a_missing_manifests_directory_fails_that_source_only(
     assert "FAILED shop/gone/*: " in out
     assert "gone: source shop: not a directory in the repository" in out
     assert "spec.replicas: 2 → 5" in out
+
+
+def test_a_manifest_that_is_a_link_to_nothing_fails_naming_it(
+    shop: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was skipped without a word, and its objects read as removed."""
+    (shop.root / "apps/web/gone.yaml").symlink_to("nowhere.yaml")
+    (shop.root / "apps/web/loop.yaml").symlink_to("loop.yaml")
+    code, out, _ = run_diff(["--repo", str(shop.root), "--base", "main"], capsys)
+    assert code == ExitStatus.RENDER_FAILED
+    assert "FAILED apps/web/gone.yaml: " in out and "cannot be read (No such file" in out
+    assert "FAILED apps/web/loop.yaml: " in out and "Too many levels of symbolic links" in out

@@ -177,8 +177,14 @@ def _units(root: Path, directory: Path, top: Path) -> Iterator[_Unit]:
             continue
         if child.is_dir() and not child.is_symlink():
             yield from _units(root, child, top)
-        elif child.suffix in _SUFFIXES and child.is_file():
+        elif child.suffix in _SUFFIXES and (child.is_file() or _leads_nowhere(child)):
             yield _Unit(relative, child.name, child.relative_to(root).as_posix())
+
+
+def _leads_nowhere(path: Path) -> bool:
+    """A link to nothing, or a loop of links: read, it fails naming the file, where
+    skipping it would drop its objects without a word."""
+    return path.is_symlink() and not path.is_dir()
 
 
 def _build(
