@@ -277,6 +277,7 @@ def _head_side(
 def _refuse_sparse(top: Path, env: Mapping[str, str]) -> None:
     """A sparse working tree lacks the files outside its patterns: they would read as
     deleted, and every release built from them as removed."""
+    # Not through `git`, whose `core.sparseCheckout=false` would hide the very setting.
     found = proc.run(
         proc.Command(
             proc.argv("git", "-C", top, "config", "--bool", "core.sparseCheckout"),

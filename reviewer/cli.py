@@ -35,7 +35,7 @@ from reviewer.config import CONFIG_FILE
 from reviewer.console import Console, pager_command, stopping_workflow_commands
 from reviewer.delivery import Delivery
 from reviewer.diff.options import DifferChoice, resolve_differ
-from reviewer.errors import ExitStatus, ReviewerError, UsageProblem
+from reviewer.errors import SHORTAGES, ExitStatus, ReviewerError, UsageProblem
 from reviewer.limits import LimitFlags
 from reviewer.marker_keys import local_marker_key, shared_marker_key
 from reviewer.proc import Programs
@@ -1032,24 +1032,11 @@ def _say_error(console: Console, error: ReviewerError) -> None:
 
 
 def _reader_left() -> int:
-    """The reader closed our output (`| head`): stop quietly with git's status, 128 + SIGPIPE."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            os.dup2(devnull, stream.fileno())  # nothing left to flush at exit can fail
-        except (OSError, ValueError, io.UnsupportedOperation):
-            continue
+    """The reader closed our output (`| head`): stop quietly with git's status, 128 + SIGPIPE.
+    What is left to write is dropped by `_settle`, as for any stream that takes nothing."""
     return _CLOSED_OUTPUT
 
 
-# What the system runs out of, by errno: (what reviewer asked for, how to give it more).
-_REFUSED = {
-    errno.EMFILE: ("file descriptors", "raise the limit (`ulimit -n`) or lower --jobs"),
-    errno.ENFILE: ("file descriptors", "the whole system has too many files open"),
-    errno.ENOMEM: ("memory", "free some, or lower --jobs"),
-    errno.ENOSPC: ("disk space", "free some where the caches, temporary files and outputs are"),
-    errno.EDQUOT: ("disk space", "the disk quota is reached"),
-}
 _NO_THREAD = ("a new thread", "the limit on processes (`ulimit -u`) is reached")
 
 
@@ -1072,11 +1059,11 @@ def refused_resource(error: BaseException | None) -> str | None:
 
 def _refused(error: BaseException) -> tuple[str, str] | None:
     if isinstance(error, MemoryError):
-        return _REFUSED[errno.ENOMEM]
+        return SHORTAGES[errno.ENOMEM]
     if isinstance(error, RuntimeError) and str(error) == "can't start new thread":
         return _NO_THREAD
-    if isinstance(error, OSError) and error.errno in _REFUSED:
-        what, hint = _REFUSED[error.errno]
+    if isinstance(error, OSError) and error.errno in SHORTAGES:
+        what, hint = SHORTAGES[error.errno]
         return f"{what}: {os.strerror(error.errno)}", hint
     return None
 

@@ -6,7 +6,18 @@ and what is allowed, so an error can be printed in a public comment safely.
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
+
+# What the system runs out of, by errno: (what reviewer asked for, how to give it more). No file
+# or input is to blame: the run stops (reviewer/cli.py) instead of failing one release.
+SHORTAGES = {
+    errno.EMFILE: ("file descriptors", "raise the limit (`ulimit -n`) or lower --jobs"),
+    errno.ENFILE: ("file descriptors", "the whole system has too many files open"),
+    errno.ENOMEM: ("memory", "free some, or lower --jobs"),
+    errno.ENOSPC: ("disk space", "free some where the caches, temporary files and outputs are"),
+    errno.EDQUOT: ("disk space", "the disk quota is reached"),
+}
 
 
 class ExitStatus(IntEnum):

@@ -10,7 +10,6 @@ checked entry by entry before anything extracts or loads them (see `archive_prob
 
 from __future__ import annotations
 
-import errno
 import gzip
 import os
 import stat
@@ -18,7 +17,7 @@ import tarfile
 from pathlib import Path
 from typing import IO
 
-from reviewer.errors import ConfigError
+from reviewer.errors import SHORTAGES, ConfigError
 
 OUTSIDE = "is a symlink that resolves outside the repository"
 SPECIAL = "is not a regular file or directory (device, FIFO or socket)"
@@ -79,10 +78,6 @@ def read_text(root: Path, source: str) -> str:
     return read_file_text(resolve_file(root, source), source)
 
 
-# What the system runs short of: the run stops (reviewer/cli.py), no file is to blame.
-_SHORTAGES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT})
-
-
 def read_file_text(path: Path, source: str) -> str:
     """The UTF-8 text of `path`; a file that cannot be read (a loop of links, a link to
     nothing, a directory) is a `ConfigError` naming `source`."""
@@ -91,7 +86,7 @@ def read_file_text(path: Path, source: str) -> str:
     except UnicodeDecodeError:
         raise ConfigError(source, "not UTF-8 text") from None
     except OSError as error:
-        if error.errno in _SHORTAGES:
+        if error.errno in SHORTAGES:
             raise
         raise ConfigError(source, f"cannot be read ({error.strerror or error})") from None
 

@@ -250,7 +250,11 @@ def values(args: ReleaseArgs, *, redact: bool, in_ci: bool, console: Console) ->
         )
     if redact:
         console = console.guarded(located.guard.check)
-        console.write(yamlio.dump_printable(located.redactor.redact_manifest(located.twin.values)))
+        redacted = located.redactor.redact_manifest(located.twin.values)
+        # The guard knows a secret's spellings, not YAML's escapes (`"\xE9"`) that
+        # `dump_printable` may choose: it reads the document as plainly written first.
+        console.check(yamlio.dump(redacted), "output")
+        console.write(yamlio.dump_printable(redacted))
         return ExitStatus.OK
     if located.keyless and args.secrets is not KeylessMode.ALWAYS:
         # Placeholders printed as clear text would pass for the real values (and feed
